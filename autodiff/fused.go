@@ -1,0 +1,289 @@
+package autodiff
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"runtime"
+	"sync"
+
+	"github.com/chewxy/hm"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// fusedKernel is the numeric part of a fused op: shape rule, forward pass and hand-written
+// backward pass. The generic fwdOp and bwdOp turn it into gorgonia ops.
+//
+// Contract: forward writes the whole output; backward(wrt) writes the whole gradient of
+// input wrt into dst. Neither may keep references to in, out or gout after returning, and
+// neither may write to in. State that backward needs beyond (in, out, gout) may be cached
+// by forward in the kernel itself, provided it is never handed out as a Value.
+type fusedKernel interface {
+	opName() string
+	// hashAttrs returns every attribute of the op, so that hash-consing never merges two
+	// ops that compute different things.
+	hashAttrs() string
+	arity() int
+	// diffWRT reports which inputs are differentiable.
+	diffWRT() []bool
+	// inputTypes gives, per input, whether it must have the graph's float dtype (true) or
+	// is an integer tensor (false).
+	floatInputs() []bool
+	outShape(in []tensor.Shape) (tensor.Shape, error)
+	forward(in []*tensor.Dense, out *tensor.Dense) error
+	backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error
+}
+
+// applyFused checks the inputs and adds a fused op node to the graph.
+func (g *Graph) applyFused(k fusedKernel, inputs ...*Node) *Node {
+	if !g.ok(k.opName(), inputs...) {
+		return nil
+	}
+	shapes := make([]tensor.Shape, len(inputs))
+	floats := k.floatInputs()
+	for i, n := range inputs {
+		shapes[i] = n.n.Shape().Clone()
+		want := floats[i]
+		isFloat := n.Dtype() == Float32 || n.Dtype() == Float64
+		if want && n.Dtype() != g.dtype {
+			return g.failf("%s: input %d has dtype %v, want %v", k.opName(), i, n.Dtype(), g.dtype)
+		}
+		if !want && isFloat {
+			return g.failf("%s: input %d has dtype %v, want an integer tensor", k.opName(), i, n.Dtype())
+		}
+	}
+	outShape, err := k.outShape(shapes)
+	if err != nil {
+		return g.failf("%s: %v", k.opName(), err)
+	}
+	op := &fwdOp{k: k, inShapes: shapes, outShape: outShape}
+	op.id = g.nextID()
+	children := make(G.Nodes, len(inputs))
+	for i, n := range inputs {
+		children[i] = n.n
+	}
+	out, err := G.ApplyOp(op, children...)
+	if err != nil {
+		return g.failf("%s: %v", k.opName(), err)
+	}
+	return g.wrap(out)
+}
+
+func typeOf(shape tensor.Shape, elem hm.Type) hm.Type {
+	if shape.IsScalar() {
+		return elem
+	}
+	return G.TensorType{Dims: shape.Dims(), Of: elem}
+}
+
+// fwdOp is the forward gorgonia op of a fused kernel.
+type fwdOp struct {
+	k        fusedKernel
+	inShapes []tensor.Shape
+	outShape tensor.Shape
+	id       int64 // unique within its graph; used only by kernels that are not pure
+	out      *tensor.Dense
+}
+
+func (op *fwdOp) Arity() int { return op.k.arity() }
+
+func (op *fwdOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	b := hm.TypeVariable('b')
+	ts := make([]hm.Type, 0, len(op.inShapes)+1)
+	floats := op.k.floatInputs()
+	for i, s := range op.inShapes {
+		if floats[i] {
+			ts = append(ts, typeOf(s, a))
+		} else {
+			ts = append(ts, typeOf(s, b))
+		}
+	}
+	ts = append(ts, typeOf(op.outShape, a))
+	return hm.NewFnType(ts...)
+}
+
+func (op *fwdOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.outShape.Clone(), nil }
+func (op *fwdOp) ReturnsPtr() bool                                { return false }
+func (op *fwdOp) CallsExtern() bool                               { return false }
+func (op *fwdOp) OverwritesInput() int                            { return -1 }
+func (op *fwdOp) String() string                                  { return op.k.opName() + op.k.hashAttrs() }
+
+func (op *fwdOp) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "locus.%s%s%v", op.k.opName(), op.k.hashAttrs(), op.inShapes)
+	if _, impure := op.k.(impureKernel); impure {
+		fmt.Fprintf(h, "#%d", op.id)
+	}
+}
+
+func (op *fwdOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+func (op *fwdOp) Do(vals ...G.Value) (G.Value, error) {
+	in, err := denseInputs(op.k.opName(), vals, op.inShapes)
+	if err != nil {
+		return nil, err
+	}
+	dt := in[0].Dtype()
+	for i, f := range op.k.floatInputs() {
+		if f {
+			dt = in[i].Dtype()
+			break
+		}
+	}
+	if op.out == nil || op.out.Dtype() != dt {
+		op.out = newDense(dt, op.outShape)
+	}
+	if err := op.k.forward(in, op.out); err != nil {
+		return nil, fmt.Errorf("%s: %w", op.k.opName(), err)
+	}
+	return op.out, nil
+}
+
+func (op *fwdOp) DiffWRT(int) []bool { return op.k.diffWRT() }
+
+func (op *fwdOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	diff := op.k.diffWRT()
+	ret := make(G.Nodes, len(inputs))
+	for i := range inputs {
+		if !diff[i] {
+			continue
+		}
+		b := &bwdOp{fwd: op, wrt: i}
+		children := append(append(G.Nodes{}, inputs...), output, grad)
+		n, err := G.ApplyOp(b, children...)
+		if err != nil {
+			return nil, fmt.Errorf("%s backward: %w", op.k.opName(), err)
+		}
+		ret[i] = n
+	}
+	return ret, nil
+}
+
+// impureKernel marks kernels (dropout) whose nodes must never be merged by hash-consing.
+type impureKernel interface{ impure() }
+
+// bwdOp computes the gradient of a fused op with respect to one input. Its inputs are the
+// forward inputs, the forward output and the upstream gradient.
+type bwdOp struct {
+	fwd *fwdOp
+	wrt int
+	dst *tensor.Dense
+}
+
+func (op *bwdOp) Arity() int { return op.fwd.k.arity() + 2 }
+
+func (op *bwdOp) Type() hm.Type {
+	ft := op.fwd.Type().(*hm.FunctionType)
+	ts := ft.FlatTypes()
+	ins := ts[:len(ts)-1]
+	out := ts[len(ts)-1]
+	all := append(append([]hm.Type{}, ins...), out, out, ins[op.wrt])
+	return hm.NewFnType(all...)
+}
+
+func (op *bwdOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
+	return op.fwd.inShapes[op.wrt].Clone(), nil
+}
+func (op *bwdOp) ReturnsPtr() bool     { return false }
+func (op *bwdOp) CallsExtern() bool    { return false }
+func (op *bwdOp) OverwritesInput() int { return -1 }
+func (op *bwdOp) String() string {
+	return fmt.Sprintf("%sGrad%d%s", op.fwd.k.opName(), op.wrt, op.fwd.k.hashAttrs())
+}
+
+func (op *bwdOp) WriteHash(h hash.Hash) {
+	op.fwd.WriteHash(h)
+	fmt.Fprintf(h, "/grad%d#%d", op.wrt, op.fwd.id)
+}
+
+func (op *bwdOp) Hashcode() uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+func (op *bwdOp) Do(vals ...G.Value) (G.Value, error) {
+	n := op.fwd.k.arity()
+	shapes := append(append([]tensor.Shape{}, op.fwd.inShapes...), op.fwd.outShape, op.fwd.outShape)
+	all, err := denseInputs(op.String(), vals, shapes)
+	if err != nil {
+		return nil, err
+	}
+	in, out, gout := all[:n], all[n], all[n+1]
+	if op.dst == nil || op.dst.Dtype() != in[op.wrt].Dtype() {
+		op.dst = newDense(in[op.wrt].Dtype(), op.fwd.inShapes[op.wrt])
+	}
+	if err := op.fwd.k.backward(op.wrt, in, out, gout, op.dst); err != nil {
+		return nil, fmt.Errorf("%s: %w", op.String(), err)
+	}
+	return op.dst, nil
+}
+
+// denseInputs converts op inputs to dense tensors and checks their shapes, so that a
+// kernel never indexes out of range.
+func denseInputs(name string, vals []G.Value, shapes []tensor.Shape) ([]*tensor.Dense, error) {
+	if len(vals) != len(shapes) {
+		return nil, fmt.Errorf("%s: got %d inputs, want %d", name, len(vals), len(shapes))
+	}
+	out := make([]*tensor.Dense, len(vals))
+	for i, v := range vals {
+		switch t := v.(type) {
+		case *tensor.Dense:
+			out[i] = t
+		case G.Scalar:
+			d := tensor.New(tensor.FromScalar(t.Data()))
+			out[i] = d
+		default:
+			return nil, fmt.Errorf("%s: input %d is %T, want a dense tensor", name, i, v)
+		}
+		if !out[i].Shape().Eq(shapes[i]) && !(shapes[i].IsScalar() && out[i].Shape().TotalSize() == 1) {
+			return nil, fmt.Errorf("%s: input %d has shape %v, want %v", name, i, out[i].Shape(), shapes[i])
+		}
+	}
+	return out, nil
+}
+
+// float is the element type of fused kernels.
+type float interface{ ~float32 | ~float64 }
+
+// parallelFor runs fn over [0, n) split into contiguous chunks on up to GOMAXPROCS
+// goroutines. cost estimates the work per index in arbitrary units; small jobs run inline.
+func parallelFor(n int, cost int, fn func(lo, hi int)) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers > n {
+		workers = n
+	}
+	if workers <= 1 || n*cost < 1<<14 {
+		fn(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func(lo, hi int) {
+			defer wg.Done()
+			fn(lo, hi)
+		}(lo, hi)
+	}
+	wg.Wait()
+}
+
+// newDense allocates a zeroed tensor; a scalar shape gives a 0-dimensional tensor.
+func newDense(dt Dtype, shape tensor.Shape) *tensor.Dense {
+	if shape.IsScalar() {
+		switch dt {
+		case Float32:
+			return tensor.New(tensor.FromScalar(float32(0)))
+		case Float64:
+			return tensor.New(tensor.FromScalar(float64(0)))
+		}
+	}
+	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(dt))
+}

@@ -1,0 +1,195 @@
+package autodiff
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/tensor"
+)
+
+// gatherKernel implements Graph.Gather: out[i, :] = table[ids[i], :].
+type gatherKernel struct{}
+
+func (gatherKernel) opName() string      { return "Gather" }
+func (gatherKernel) hashAttrs() string   { return "" }
+func (gatherKernel) arity() int          { return 2 }
+func (gatherKernel) diffWRT() []bool     { return []bool{true, false} }
+func (gatherKernel) floatInputs() []bool { return []bool{true, false} }
+func (gatherKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
+	return tensor.Shape{in[1][0], in[0][1]}, nil
+}
+
+func (gatherKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
+	ids := in[1].Data().([]int)
+	rows, cols := in[0].Shape()[0], in[0].Shape()[1]
+	for i, id := range ids {
+		if id < 0 || id >= rows {
+			return fmt.Errorf("id %d at position %d is outside the table's %d rows", id, i, rows)
+		}
+	}
+	switch t := in[0].Data().(type) {
+	case []float32:
+		gather(t, ids, cols, out.Data().([]float32))
+	case []float64:
+		gather(t, ids, cols, out.Data().([]float64))
+	}
+	return nil
+}
+
+func gather[T float](table []T, ids []int, cols int, out []T) {
+	for i, id := range ids {
+		copy(out[i*cols:(i+1)*cols], table[id*cols:(id+1)*cols])
+	}
+}
+
+func (gatherKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+	ids := in[1].Data().([]int)
+	cols := in[0].Shape()[1]
+	dst.Zero()
+	switch d := dst.Data().(type) {
+	case []float32:
+		scatterAdd(d, ids, cols, gout.Data().([]float32))
+	case []float64:
+		scatterAdd(d, ids, cols, gout.Data().([]float64))
+	}
+	return nil
+}
+
+func scatterAdd[T float](dst []T, ids []int, cols int, g []T) {
+	for i, id := range ids {
+		row := dst[id*cols : (id+1)*cols]
+		for j, v := range g[i*cols : (i+1)*cols] {
+			row[j] += v
+		}
+	}
+}
+
+// AddBias returns x + b with b [d] added to every row of x [..., d], without
+// materialising a broadcast copy of b.
+func (g *Graph) AddBias(x, b *Node) *Node {
+	if !g.ok("AddBias", x, b) {
+		return nil
+	}
+	xs, bs := x.n.Shape(), b.n.Shape()
+	if bs.Dims() != 1 || xs.Dims() < 1 || xs[xs.Dims()-1] != bs[0] {
+		return g.failf("AddBias: bias %v does not match the last axis of %v", bs, xs)
+	}
+	return g.applyFused(biasKernel{}, x, b)
+}
+
+type biasKernel struct{}
+
+func (biasKernel) opName() string                                   { return "AddBias" }
+func (biasKernel) hashAttrs() string                                { return "" }
+func (biasKernel) arity() int                                       { return 2 }
+func (biasKernel) diffWRT() []bool                                  { return []bool{true, true} }
+func (biasKernel) floatInputs() []bool                              { return []bool{true, true} }
+func (biasKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
+
+func (biasKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
+	switch x := in[0].Data().(type) {
+	case []float32:
+		addBias(x, in[1].Data().([]float32), out.Data().([]float32))
+	case []float64:
+		addBias(x, in[1].Data().([]float64), out.Data().([]float64))
+	}
+	return nil
+}
+
+func addBias[T float](x, b, out []T) {
+	d := len(b)
+	for r := 0; r < len(x); r += d {
+		xr, or := x[r:r+d], out[r:r+d]
+		for j, bj := range b {
+			or[j] = xr[j] + bj
+		}
+	}
+}
+
+func (biasKernel) backward(wrt int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+	if wrt == 0 {
+		return tensor.Copy(dst, gout)
+	}
+	switch d := dst.Data().(type) {
+	case []float32:
+		sumRows(gout.Data().([]float32), d)
+	case []float64:
+		sumRows(gout.Data().([]float64), d)
+	}
+	return nil
+}
+
+func sumRows[T float](g, dst []T) {
+	d := len(dst)
+	clear(dst)
+	for r := 0; r < len(g); r += d {
+		for j, v := range g[r : r+d] {
+			dst[j] += v
+		}
+	}
+}
+
+// Softplus returns log(1 + exp(x)) elementwise, computed stably for large |x|.
+func (g *Graph) Softplus(x *Node) *Node {
+	if !g.ok("Softplus", x) {
+		return nil
+	}
+	return g.applyFused(softplusKernel{}, x)
+}
+
+type softplusKernel struct{}
+
+func (softplusKernel) opName() string                                   { return "Softplus" }
+func (softplusKernel) hashAttrs() string                                { return "" }
+func (softplusKernel) arity() int                                       { return 1 }
+func (softplusKernel) diffWRT() []bool                                  { return []bool{true} }
+func (softplusKernel) floatInputs() []bool                              { return []bool{true} }
+func (softplusKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
+
+func softplus(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+func (softplusKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
+	switch x := in[0].Data().(type) {
+	case []float32:
+		mapInto(x, out.Data().([]float32), softplus)
+	case []float64:
+		mapInto(x, out.Data().([]float64), softplus)
+	}
+	return nil
+}
+
+func mapInto[T float](x, out []T, f func(float64) float64) {
+	for i, v := range x {
+		out[i] = T(f(float64(v)))
+	}
+}
+
+func (softplusKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+	switch x := in[0].Data().(type) {
+	case []float32:
+		mulMap(x, gout.Data().([]float32), dst.Data().([]float32), sigmoid)
+	case []float64:
+		mulMap(x, gout.Data().([]float64), dst.Data().([]float64), sigmoid)
+	}
+	return nil
+}
+
+// mulMap sets dst[i] = g[i]·f(x[i]).
+func mulMap[T float](x, g, dst []T, f func(float64) float64) {
+	for i, v := range x {
+		dst[i] = g[i] * T(f(float64(v)))
+	}
+}
