@@ -1,0 +1,99 @@
+package methods
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrZeroWeights is returned (wrapped, with the query's index) when every
+// kernel weight of a local mean is zero and the caller asked for an error
+// instead of the zero fallback (see EmptyPolicy).
+var ErrZeroWeights = errors.New("all kernel weights are zero")
+
+// checkPoints checks that pts is a non-empty n×d matrix (d >= 1) of finite
+// numbers and returns d.
+func checkPoints(name string, pts [][]float64) (int, error) {
+	if len(pts) == 0 {
+		return 0, fmt.Errorf("%s: no points", name)
+	}
+	d := len(pts[0])
+	if d == 0 {
+		return 0, fmt.Errorf("%s: row 0 has no columns", name)
+	}
+	for i, p := range pts {
+		if len(p) != d {
+			return 0, fmt.Errorf("%s: row %d has %d columns, expected %d", name, i, len(p), d)
+		}
+		for j, v := range p {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return 0, fmt.Errorf("%s: row %d column %d is %v", name, i, j, v)
+			}
+		}
+	}
+	return d, nil
+}
+
+// checkPair checks x (n×d) and y (n×m) and returns d and m.
+func checkPair(x, y [][]float64) (d, m int, err error) {
+	if d, err = checkPoints("x", x); err != nil {
+		return 0, 0, err
+	}
+	if m, err = checkPoints("y", y); err != nil {
+		return 0, 0, err
+	}
+	if len(x) != len(y) {
+		return 0, 0, fmt.Errorf("x has %d rows but y has %d", len(x), len(y))
+	}
+	return d, m, nil
+}
+
+// checkQueries checks that queries is a (possibly empty) matrix with d columns.
+func checkQueries(queries [][]float64, d int) error {
+	if len(queries) == 0 {
+		return nil
+	}
+	qd, err := checkPoints("queries", queries)
+	if err != nil {
+		return err
+	}
+	if qd != d {
+		return fmt.Errorf("queries have %d columns, points have %d", qd, d)
+	}
+	return nil
+}
+
+func checkBandwidth(h float64) error {
+	if !(h > 0) || math.IsInf(h, 1) {
+		return fmt.Errorf("bandwidth must be a positive finite number, got %v", h)
+	}
+	return nil
+}
+
+// checkLabels checks that labels has n entries in [0, ∞) (or -1 where
+// allowUnlabelled) and returns the number of classes, max label + 1.
+func checkLabels(labels []int, n int, allowUnlabelled bool) (int, error) {
+	if len(labels) != n {
+		return 0, fmt.Errorf("%d labels for %d points", len(labels), n)
+	}
+	classes := 0
+	for i, l := range labels {
+		if l < 0 && !(allowUnlabelled && l == -1) {
+			return 0, fmt.Errorf("label %d is %d", i, l)
+		}
+		classes = max(classes, l+1)
+	}
+	if classes == 0 {
+		return 0, errors.New("no labelled points")
+	}
+	return classes, nil
+}
+
+func sqDist(a, b []float64) float64 {
+	var s float64
+	for i, v := range a {
+		d := v - b[i]
+		s += d * d
+	}
+	return s
+}
