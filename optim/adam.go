@@ -1,0 +1,175 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+)
+
+// AdamConfig holds the hyperparameters of Adam and AdamW. Zero fields mean zero, not a
+// default: start from DefaultAdamConfig or DefaultAdamWConfig.
+type AdamConfig struct {
+	// LR is the base learning rate (default 1e-3), scaled by Schedule and Group.LRScale.
+	LR float64
+	// Beta1 and Beta2 are the decay rates of the first and second moment estimates, in
+	// [0, 1) (defaults 0.9 and 0.999).
+	Beta1, Beta2 float64
+	// Eps is added to the denominator for numerical stability (default 1e-8).
+	Eps float64
+	// WeightDecay is, for Adam, the L2 penalty added to the gradient (default 0) and,
+	// for AdamW, the decoupled decay rate (default 1e-2). Groups may override it.
+	WeightDecay float64
+	// AMSGrad normalizes by the running maximum of the second moment (default false).
+	AMSGrad bool
+	// Schedule sets the learning rate per step (nil: constant).
+	Schedule Schedule
+	// MaxGradNorm, when > 0, clips the global gradient norm before each step.
+	MaxGradNorm float64
+}
+
+// DefaultAdamConfig returns torch.optim.Adam's defaults: LR 1e-3, betas (0.9, 0.999),
+// Eps 1e-8, no weight decay.
+func DefaultAdamConfig() AdamConfig {
+	return AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+}
+
+// DefaultAdamWConfig returns torch.optim.AdamW's defaults: those of Adam with
+// WeightDecay 1e-2.
+func DefaultAdamWConfig() AdamConfig {
+	c := DefaultAdamConfig()
+	c.WeightDecay = 1e-2
+	return c
+}
+
+// Adam is the Adam optimizer with optional L2 weight decay and AMSGrad, as
+// torch.optim.Adam. At step t:
+//
+//	g ← g + wd·p
+//	m ← β1·m + (1−β1)·g
+//	v ← β2·v + (1−β2)·g²
+//	p ← p − lr/(1−β1ᵗ) · m / (√v/√(1−β2ᵗ) + eps)
+//
+// (with AMSGrad, v in the last line is its running maximum). Its slots are "exp_avg",
+// "exp_avg_sq" and, with AMSGrad, "max_exp_avg_sq".
+type Adam struct {
+	base
+	cfg       AdamConfig
+	decoupled bool
+}
+
+// AdamW is Adam with decoupled weight decay (Loshchilov & Hutter), as
+// torch.optim.AdamW: each step first shrinks p ← p·(1 − lr·wd), then applies the Adam
+// update without weight decay in the gradient. Its slots are those of Adam.
+type AdamW struct {
+	Adam
+}
+
+// NewAdam returns an Adam optimizer over groups (see All and DecayGroups).
+func NewAdam(groups []Group, cfg AdamConfig) (*Adam, error) {
+	o := &Adam{cfg: cfg}
+	if err := o.setup("adam", groups); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// NewAdamW returns an AdamW optimizer over groups (see All and DecayGroups).
+func NewAdamW(groups []Group, cfg AdamConfig) (*AdamW, error) {
+	o := &AdamW{Adam{cfg: cfg, decoupled: true}}
+	if err := o.setup("adamw", groups); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *Adam) setup(name string, groups []Group) error {
+	c := o.cfg
+	if !(c.Beta1 >= 0 && c.Beta1 < 1) {
+		return fmt.Errorf("%s: invalid Beta1 %v (want a value in [0, 1))", name, c.Beta1)
+	}
+	if !(c.Beta2 >= 0 && c.Beta2 < 1) {
+		return fmt.Errorf("%s: invalid Beta2 %v (want a value in [0, 1))", name, c.Beta2)
+	}
+	if !(c.Eps >= 0) || math.IsInf(c.Eps, 0) {
+		return fmt.Errorf("%s: invalid Eps %v (want a finite value >= 0)", name, c.Eps)
+	}
+	slots := []string{"exp_avg", "exp_avg_sq"}
+	if c.AMSGrad {
+		slots = append(slots, "max_exp_avg_sq")
+	}
+	cm := common{lr: c.LR, weightDecay: c.WeightDecay, sched: c.Schedule, maxGradNorm: c.MaxGradNorm}
+	return o.init(name, groups, cm, slots, 0, o)
+}
+
+// Config returns the optimizer's hyperparameters.
+func (o *Adam) Config() AdamConfig { return o.cfg }
+
+func (o *Adam) update(st *paramState, lr float64, t int) {
+	c := o.cfg
+	k := adamCoefs{
+		lr:        lr,
+		beta1:     c.Beta1,
+		beta2:     c.Beta2,
+		eps:       c.Eps,
+		stepSize:  lr / (1 - math.Pow(c.Beta1, float64(t))),
+		bc2Sqrt:   math.Sqrt(1 - math.Pow(c.Beta2, float64(t))),
+		amsgrad:   c.AMSGrad,
+		decoupled: o.decoupled,
+		wd:        st.wd,
+	}
+	if st.x32 != nil {
+		var vmax []float32
+		if c.AMSGrad {
+			vmax = st.s32[2]
+		}
+		adamUpdate(st.x32, st.g32, st.s32[0], st.s32[1], vmax, &k)
+	} else {
+		var vmax []float64
+		if c.AMSGrad {
+			vmax = st.s64[2]
+		}
+		adamUpdate(st.x64, st.g64, st.s64[0], st.s64[1], vmax, &k)
+	}
+}
+
+type adamCoefs struct {
+	lr, beta1, beta2, eps, stepSize, bc2Sqrt, wd float64
+	amsgrad, decoupled                           bool
+}
+
+// adamUpdate follows torch's _single_tensor_adam and _single_tensor_adamw (not
+// capturable); vmax is nil without AMSGrad.
+func adamUpdate[T float](p, g, m, v, vmax []T, k *adamCoefs) {
+	b1, b2 := T(k.beta1), T(k.beta2)
+	c1, c2 := T(1-k.beta1), T(1-k.beta2)
+	negStep, bc2, eps := T(-k.stepSize), T(k.bc2Sqrt), T(k.eps)
+	wd := T(k.wd)
+	if k.decoupled {
+		if k.wd != 0 {
+			shrink := T(1 - k.lr*k.wd)
+			for i := range p {
+				p[i] *= shrink
+			}
+		}
+		wd = 0
+	}
+	for i := range p {
+		d := g[i]
+		if wd != 0 {
+			d = d + wd*p[i]
+		}
+		m[i] = m[i]*b1 + c1*d
+		v[i] = v[i]*b2 + c2*d*d
+		vv := v[i]
+		if vmax != nil {
+			vv = max(vmax[i], vv)
+			vmax[i] = vv
+		}
+		denom := T(math.Sqrt(float64(vv)))/bc2 + eps
+		p[i] = p[i] + negStep*m[i]/denom
+	}
+}
+
+var (
+	_ Optimizer = (*Adam)(nil)
+	_ Optimizer = (*AdamW)(nil)
+)

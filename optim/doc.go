@@ -1,0 +1,43 @@
+// Package optim updates parameters from their gradients: the optimizers SGD, Adam,
+// AdamW, RMSProp and Adagrad, learning-rate schedules, gradient clipping and gradient
+// accumulation.
+//
+// Optimizers work on autodiff.Params outside any graph, in place, over the parameters'
+// backing slices; gorgonia's solvers are not used. Their update rules are those of
+// torch.optim (the single-tensor implementations of torch 1.13), so the same
+// hyperparameters mean the same thing, and the tests compare the first steps against
+// values computed by torch. Float32 parameters keep their state in float32 and Float64
+// parameters in float64, as torch does; per-step updates allocate nothing.
+//
+// Gradients accumulate across backward passes until autodiff.Params.ZeroGrad, as in
+// PyTorch. Optimizers never clear them; the training loop does, after Step:
+//
+//	opt, err := optim.NewAdamW(optim.DecayGroups(ps.List(), nil), optim.AdamConfig{
+//		LR: 3e-4, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1,
+//		Schedule:    optim.WithWarmup(100, optim.Cosine{Steps: 4900, MinFactor: 0.1}),
+//		MaxGradNorm: 1,
+//	})
+//	...
+//	for step := range 5000 {
+//		// forward and backward
+//		if err := opt.Step(); err != nil { ... }
+//		log.Printf("step %d lr %.3g grad norm %.3f", opt.StepCount(), opt.LR(), opt.GradNorm())
+//		ps.ZeroGrad()
+//	}
+//
+// Config zero values mean zero, not "default": start from DefaultAdamConfig and friends,
+// whose values are torch's defaults.
+//
+// Parameter groups (Group) give sets of parameters their own learning-rate scale and
+// weight decay; DecayGroups splits parameters into decayed and non-decayed groups with
+// an overridable rule (DefaultNoDecay). A Schedule maps the step count to a multiplier
+// of the config's learning rate.
+//
+// An optimizer's State is a map of named tensors, "<param name>.<slot>" (slot names are
+// torch's: "exp_avg", "exp_avg_sq", "momentum_buffer", ...) plus StepKey, ready to be
+// written to a checkpoint; LoadState restores it so that training resumes bit-identically.
+// The schedule's position is the step count, so nothing else needs saving.
+//
+// An optimizer is not safe for concurrent use, and nothing may touch its parameters'
+// values or gradients while Step runs.
+package optim

@@ -1,0 +1,128 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+)
+
+// RMSPropConfig holds the hyperparameters of RMSProp. Zero fields mean zero, not a
+// default: start from DefaultRMSPropConfig.
+type RMSPropConfig struct {
+	// LR is the base learning rate (default 1e-2), scaled by Schedule and Group.LRScale.
+	LR float64
+	// Alpha is the decay rate of the squared-gradient average, in [0, 1] (default 0.99).
+	Alpha float64
+	// Eps is added to the denominator for numerical stability (default 1e-8).
+	Eps float64
+	// WeightDecay is the L2 penalty added to the gradient (default 0). Groups may
+	// override it.
+	WeightDecay float64
+	// Momentum is the momentum factor (default 0).
+	Momentum float64
+	// Centered normalizes by an estimate of the gradient's variance instead of its raw
+	// second moment (default false).
+	Centered bool
+	// Schedule sets the learning rate per step (nil: constant).
+	Schedule Schedule
+	// MaxGradNorm, when > 0, clips the global gradient norm before each step.
+	MaxGradNorm float64
+}
+
+// DefaultRMSPropConfig returns torch.optim.RMSprop's defaults: LR 1e-2, Alpha 0.99,
+// Eps 1e-8, no weight decay, no momentum, not centered.
+func DefaultRMSPropConfig() RMSPropConfig {
+	return RMSPropConfig{LR: 1e-2, Alpha: 0.99, Eps: 1e-8}
+}
+
+// RMSProp is RMSProp with optional momentum, centering and L2 weight decay, as
+// torch.optim.RMSprop:
+//
+//	g ← g + wd·p
+//	s ← α·s + (1−α)·g²
+//	a ← √(s − ḡ²) + eps with ḡ ← α·ḡ + (1−α)·g (centered), else √s + eps
+//	b ← μ·b + g/a; p ← p − lr·b (momentum > 0), else p ← p − lr·g/a
+//
+// Its slots are "square_avg", then "grad_avg" if centered and "momentum_buffer" if
+// Momentum > 0.
+type RMSProp struct {
+	base
+	cfg           RMSPropConfig
+	gradAvg, mbuf int // slot indexes, -1 when unused
+}
+
+// NewRMSProp returns an RMSProp optimizer over groups (see All and DecayGroups).
+func NewRMSProp(groups []Group, cfg RMSPropConfig) (*RMSProp, error) {
+	if !(cfg.Alpha >= 0 && cfg.Alpha <= 1) {
+		return nil, fmt.Errorf("rmsprop: invalid Alpha %v (want a value in [0, 1])", cfg.Alpha)
+	}
+	if !(cfg.Eps >= 0) || math.IsInf(cfg.Eps, 0) {
+		return nil, fmt.Errorf("rmsprop: invalid Eps %v (want a finite value >= 0)", cfg.Eps)
+	}
+	if !(cfg.Momentum >= 0) || math.IsInf(cfg.Momentum, 0) {
+		return nil, fmt.Errorf("rmsprop: invalid momentum %v (want a finite value >= 0)", cfg.Momentum)
+	}
+	o := &RMSProp{cfg: cfg, gradAvg: -1, mbuf: -1}
+	slots := []string{"square_avg"}
+	if cfg.Centered {
+		o.gradAvg = len(slots)
+		slots = append(slots, "grad_avg")
+	}
+	if cfg.Momentum > 0 {
+		o.mbuf = len(slots)
+		slots = append(slots, "momentum_buffer")
+	}
+	c := common{lr: cfg.LR, weightDecay: cfg.WeightDecay, sched: cfg.Schedule, maxGradNorm: cfg.MaxGradNorm}
+	if err := o.init("rmsprop", groups, c, slots, 0, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Config returns the optimizer's hyperparameters.
+func (o *RMSProp) Config() RMSPropConfig { return o.cfg }
+
+func (o *RMSProp) update(st *paramState, lr float64, _ int) {
+	c := o.cfg
+	if st.x32 != nil {
+		rmspropUpdate(st.x32, st.g32, st.s32[0], slot(st.s32, o.gradAvg), slot(st.s32, o.mbuf), lr, st.wd, c.Alpha, c.Eps, c.Momentum)
+	} else {
+		rmspropUpdate(st.x64, st.g64, st.s64[0], slot(st.s64, o.gradAvg), slot(st.s64, o.mbuf), lr, st.wd, c.Alpha, c.Eps, c.Momentum)
+	}
+}
+
+// slot returns slots[k], or nil when k < 0.
+func slot[T float](slots [][]T, k int) []T {
+	if k < 0 {
+		return nil
+	}
+	return slots[k]
+}
+
+// rmspropUpdate follows torch's _single_tensor_rmsprop; gavg is nil unless centered and
+// buf is nil without momentum.
+func rmspropUpdate[T float](p, g, sq, gavg, buf []T, lr, wd, alpha, eps, momentum float64) {
+	a, c, epsT, wdT, mu, negLR := T(alpha), T(1-alpha), T(eps), T(wd), T(momentum), T(-lr)
+	for i := range p {
+		d := g[i]
+		if wd != 0 {
+			d = d + wdT*p[i]
+		}
+		sq[i] = sq[i]*a + c*d*d
+		var avg T
+		if gavg != nil {
+			gavg[i] = gavg[i]*a + c*d
+			avg = T(math.Sqrt(float64(sq[i] + -1*gavg[i]*gavg[i])))
+		} else {
+			avg = T(math.Sqrt(float64(sq[i])))
+		}
+		avg += epsT
+		if buf != nil {
+			buf[i] = buf[i]*mu + d/avg
+			p[i] = p[i] + negLR*buf[i]
+		} else {
+			p[i] = p[i] + negLR*d/avg
+		}
+	}
+}
+
+var _ Optimizer = (*RMSProp)(nil)
