@@ -90,7 +90,7 @@ func (op *fwdOp) Arity() int { return op.k.arity() }
 
 func (op *fwdOp) Type() hm.Type {
 	a := hm.TypeVariable('a')
-	b := hm.TypeVariable('b')
+	b := hm.TypeVariable('i') // not 'b': gorgonia's inferNodeType names the return type 'b'
 	ts := make([]hm.Type, 0, len(op.inShapes)+1)
 	floats := op.k.floatInputs()
 	for i, s := range op.inShapes {
@@ -105,10 +105,10 @@ func (op *fwdOp) Type() hm.Type {
 }
 
 func (op *fwdOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.outShape.Clone(), nil }
-func (op *fwdOp) ReturnsPtr() bool                                { return false }
-func (op *fwdOp) CallsExtern() bool                               { return false }
-func (op *fwdOp) OverwritesInput() int                            { return -1 }
-func (op *fwdOp) String() string                                  { return op.k.opName() + op.k.hashAttrs() }
+func (op *fwdOp) ReturnsPtr() bool                               { return false }
+func (op *fwdOp) CallsExtern() bool                              { return false }
+func (op *fwdOp) OverwritesInput() int                           { return -1 }
+func (op *fwdOp) String() string                                 { return op.k.opName() + op.k.hashAttrs() }
 
 func (op *fwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "locus.%s%s%v", op.k.opName(), op.k.hashAttrs(), op.inShapes)
@@ -123,7 +123,8 @@ func (op *fwdOp) Hashcode() uint32 {
 	return h.Sum32()
 }
 
-func (op *fwdOp) Do(vals ...G.Value) (G.Value, error) {
+func (op *fwdOp) Do(vals ...G.Value) (v G.Value, err error) {
+	defer recoverOp(op.k.opName(), &err)
 	in, err := denseInputs(op.k.opName(), vals, op.inShapes)
 	if err != nil {
 		return nil, err
@@ -140,6 +141,15 @@ func (op *fwdOp) Do(vals ...G.Value) (G.Value, error) {
 	}
 	if err := op.k.forward(in, op.out); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.k.opName(), err)
+	}
+	if op.outShape.IsScalar() {
+		// gorgonia's scalar ops want a Scalar value, not a 0-d tensor.
+		switch v := op.out.Data().(type) {
+		case float32:
+			return G.NewF32(v), nil
+		case float64:
+			return G.NewF64(v), nil
+		}
 	}
 	return op.out, nil
 }
@@ -207,7 +217,8 @@ func (op *bwdOp) Hashcode() uint32 {
 	return h.Sum32()
 }
 
-func (op *bwdOp) Do(vals ...G.Value) (G.Value, error) {
+func (op *bwdOp) Do(vals ...G.Value) (v G.Value, err error) {
+	defer recoverOp(op.String(), &err)
 	n := op.fwd.k.arity()
 	shapes := append(append([]tensor.Shape{}, op.fwd.inShapes...), op.fwd.outShape, op.fwd.outShape)
 	all, err := denseInputs(op.String(), vals, shapes)
@@ -286,4 +297,12 @@ func newDense(dt Dtype, shape tensor.Shape) *tensor.Dense {
 		}
 	}
 	return tensor.New(tensor.WithShape(shape.Clone()...), tensor.Of(dt))
+}
+
+// recoverOp turns a panic inside a kernel into the op's error: a panic inside an op
+// would otherwise kill the process from gorgonia's machine goroutine.
+func recoverOp(name string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: internal error: %v", name, r)
+	}
 }

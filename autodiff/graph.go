@@ -243,7 +243,7 @@ func (g *Graph) sameShape(op string, a, b *Node) bool {
 	if !g.ok(op, a, b) {
 		return false
 	}
-	if !a.n.Shape().Eq(b.n.Shape()) {
+	if !shapeEqual(a.n.Shape(), b.n.Shape()) {
 		g.failf("%s: %w: %v and %v", op, errShape, a.n.Shape(), b.n.Shape())
 		return false
 	}
@@ -426,10 +426,29 @@ func (g *Graph) Reshape(x *Node, shape []int) *Node {
 	if n != x.n.Shape().TotalSize() {
 		return g.failf("Reshape: cannot reshape %v to %v", x.n.Shape(), shape)
 	}
-	if x.n.Shape().Eq(tensor.Shape(shape)) {
+	if shapeEqual(x.n.Shape(), shape) {
 		return x
 	}
-	return g.apply("Reshape", func() (*G.Node, error) { return G.Reshape(x.n, tensor.Shape(append([]int(nil), shape...))) }, x)
+	if x.Dtype() != g.dtype {
+		return g.failf("Reshape: %v tensor %v: only float tensors can be reshaped in a graph; reshape integer inputs before Run", x.Dtype(), x.n.Shape())
+	}
+	// gorgonia's Reshape aliases its input, and an in-place op downstream then writes
+	// through it into a parameter or an input: copy instead.
+	return g.applyFused(reshapeKernel{to: tensor.Shape(append([]int(nil), shape...))}, x)
+}
+
+// shapeEqual compares shapes dimension by dimension (gorgonia's Shape.Eq treats [3],
+// [3,1] and [1,3] as equal).
+func shapeEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Transpose permutes the axes of x.
@@ -502,15 +521,16 @@ func (g *Graph) Concat(axis int, xs ...*Node) *Node {
 	return g.apply("Concat", func() (*G.Node, error) { return G.Concat(axis, ns...) }, xs...)
 }
 
-// Gather returns rows of the 2-D table selected by the 1-D integer tensor ids:
-// out[i] = table[ids[i]], shape [len(ids), table columns]. Its gradient scatters into
-// the table (an embedding lookup).
+// Gather returns rows of the 2-D table selected by the integer tensor ids, read in
+// row-major order: out[i] = table[ids[i]], shape [number of ids, table columns]. Its
+// gradient scatters into the table (an embedding lookup). ids may have any rank, so
+// integer tensors never need a Reshape (gorgonia cannot type a reshaped int node).
 func (g *Graph) Gather(table, ids *Node) *Node {
 	if !g.ok("Gather", table, ids) {
 		return nil
 	}
-	if table.Dims() != 2 || ids.Dims() != 1 {
-		return g.failf("Gather: table %v and ids %v (want a 2-D table and 1-D ids)", table.n.Shape(), ids.n.Shape())
+	if table.Dims() != 2 || ids.Dims() < 1 {
+		return g.failf("Gather: table %v and ids %v (want a 2-D table and non-scalar ids)", table.n.Shape(), ids.n.Shape())
 	}
 	if ids.Dtype() != tensor.Int {
 		return g.failf("Gather: ids have dtype %v, want int", ids.Dtype())

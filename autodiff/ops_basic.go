@@ -16,7 +16,7 @@ func (gatherKernel) arity() int          { return 2 }
 func (gatherKernel) diffWRT() []bool     { return []bool{true, false} }
 func (gatherKernel) floatInputs() []bool { return []bool{true, false} }
 func (gatherKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
-	return tensor.Shape{in[1][0], in[0][1]}, nil
+	return tensor.Shape{in[1].TotalSize(), in[0][1]}, nil
 }
 
 func (gatherKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
@@ -192,4 +192,54 @@ func mulMap[T float](x, g, dst []T, f func(float64) float64) {
 	for i, v := range x {
 		dst[i] = g[i] * T(f(float64(v)))
 	}
+}
+
+// reshapeKernel copies its input into a new shape (a copying Reshape).
+type reshapeKernel struct{ to tensor.Shape }
+
+func (k reshapeKernel) opName() string                                { return "Reshape" }
+func (k reshapeKernel) hashAttrs() string                             { return fmt.Sprint(k.to) }
+func (reshapeKernel) arity() int                                      { return 1 }
+func (reshapeKernel) diffWRT() []bool                                 { return []bool{true} }
+func (reshapeKernel) floatInputs() []bool                             { return []bool{true} }
+func (k reshapeKernel) outShape([]tensor.Shape) (tensor.Shape, error) { return k.to.Clone(), nil }
+
+func (reshapeKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
+	copyData(out, in[0])
+	return nil
+}
+
+func (reshapeKernel) backward(_ int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+	copyData(dst, gout)
+	return nil
+}
+
+// copyData copies the elements of src into dst (same size, any shapes, 0-d included).
+func copyData(dst, src *tensor.Dense) {
+	switch d := dst.Data().(type) {
+	case []float32:
+		if s, ok := src.Data().([]float32); ok {
+			copy(d, s)
+			return
+		}
+	case []float64:
+		if s, ok := src.Data().([]float64); ok {
+			copy(d, s)
+			return
+		}
+	}
+	for i := range dst.Shape().TotalSize() {
+		v, _ := src.At(flatCoords(src.Shape(), i)...)
+		_ = dst.SetAt(v, flatCoords(dst.Shape(), i)...)
+	}
+}
+
+// flatCoords converts a flat row-major index into coordinates of shape.
+func flatCoords(shape tensor.Shape, i int) []int {
+	c := make([]int, len(shape))
+	for d := len(shape) - 1; d >= 0; d-- {
+		c[d] = i % shape[d]
+		i /= shape[d]
+	}
+	return c
 }

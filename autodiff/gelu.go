@@ -1,0 +1,116 @@
+package autodiff
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/tensor"
+)
+
+// GELUApprox selects how GELU is computed.
+type GELUApprox int
+
+const (
+	// GELUExact is 0.5·x·(1 + erf(x/√2)), PyTorch's approximate='none'.
+	GELUExact GELUApprox = iota
+	// GELUTanh is 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), PyTorch's
+	// approximate='tanh'.
+	GELUTanh
+)
+
+// String returns "exact" or "tanh".
+func (a GELUApprox) String() string {
+	switch a {
+	case GELUExact:
+		return "exact"
+	case GELUTanh:
+		return "tanh"
+	}
+	return fmt.Sprintf("GELUApprox(%d)", int(a))
+}
+
+// GELU applies the Gaussian error linear unit elementwise, exactly or with the tanh
+// approximation.
+func (g *Graph) GELU(x *Node, approx GELUApprox) *Node {
+	if !g.ok("GELU", x) {
+		return nil
+	}
+	if approx != GELUExact && approx != GELUTanh {
+		return g.failf("GELU: unknown approximation %v", approx)
+	}
+	return g.applyFused(geluKernel{approx: approx}, x)
+}
+
+type geluKernel struct{ approx GELUApprox }
+
+func (k geluKernel) opName() string                                   { return "GELU" }
+func (k geluKernel) hashAttrs() string                                { return "{" + k.approx.String() + "}" }
+func (k geluKernel) arity() int                                       { return 1 }
+func (k geluKernel) diffWRT() []bool                                  { return []bool{true} }
+func (k geluKernel) floatInputs() []bool                              { return []bool{true} }
+func (k geluKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
+
+const (
+	sqrt2OverPi   = 0.7978845608028654 // √(2/π)
+	invSqrt2      = 0.7071067811865476 // 1/√2
+	invSqrt2Pi    = 0.3989422804014327 // 1/√(2π)
+	geluTanhCubic = 0.044715
+)
+
+func geluExact(x float64) float64 { return 0.5 * x * (1 + math.Erf(x*invSqrt2)) }
+
+// geluExactGrad is Φ(x) + x·φ(x).
+func geluExactGrad(x float64) float64 {
+	return 0.5*(1+math.Erf(x*invSqrt2)) + x*invSqrt2Pi*math.Exp(-0.5*x*x)
+}
+
+func geluTanh(x float64) float64 {
+	return 0.5 * x * (1 + math.Tanh(sqrt2OverPi*(x+geluTanhCubic*x*x*x)))
+}
+
+func geluTanhGrad(x float64) float64 {
+	t := math.Tanh(sqrt2OverPi * (x + geluTanhCubic*x*x*x))
+	return 0.5*(1+t) + 0.5*x*(1-t*t)*sqrt2OverPi*(1+3*geluTanhCubic*x*x)
+}
+
+func (k geluKernel) funcs() (f, df func(float64) float64) {
+	if k.approx == GELUTanh {
+		return geluTanh, geluTanhGrad
+	}
+	return geluExact, geluExactGrad
+}
+
+func (k geluKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
+	f, _ := k.funcs()
+	if isF32(in[0]) {
+		parallelMap(flat[float32](in[0]), nil, flat[float32](out), f)
+	} else {
+		parallelMap(flat[float64](in[0]), nil, flat[float64](out), f)
+	}
+	return nil
+}
+
+func (k geluKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+	_, df := k.funcs()
+	if isF32(in[0]) {
+		parallelMap(flat[float32](in[0]), flat[float32](gout), flat[float32](dst), df)
+	} else {
+		parallelMap(flat[float64](in[0]), flat[float64](gout), flat[float64](dst), df)
+	}
+	return nil
+}
+
+// parallelMap sets dst[i] = f(x[i]), or g[i]·f(x[i]) when g is not nil, in float64.
+func parallelMap[T float](x, g, dst []T, f func(float64) float64) {
+	const block = 1024
+	blocks := (len(x) + block - 1) / block
+	parallelFor(blocks, block*16, func(lo, hi int) {
+		for i := lo * block; i < min(hi*block, len(x)); i++ {
+			v := f(float64(x[i]))
+			if g != nil {
+				v *= float64(g[i])
+			}
+			dst[i] = T(v)
+		}
+	})
+}

@@ -1,0 +1,273 @@
+package autodiff
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// mlp is a small model: h = tanh(x·W + b), loss = mean((h − y)²) with y optional.
+type mlp struct {
+	ps   *Params
+	w, b *Param
+}
+
+func newMLP(t *testing.T, dt Dtype) *mlp {
+	t.Helper()
+	ps, err := NewParams(dt, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ps.Root().New("w", []int{3, 2}, Normal(0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ps.Root().New("b", []int{2}, Normal(0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &mlp{ps: ps, w: w, b: b}
+}
+
+func (m *mlp) model() *Model {
+	return NewModel(m.ps, func(g *Graph) (Outputs, error) {
+		x := g.Input("x")
+		h := g.Tanh(g.AddBias(g.MatMul(x, g.Param(m.w)), g.Param(m.b)))
+		out := Outputs{Values: map[string]*Node{"h": h}}
+		if g.HasInput("y") {
+			out.Loss = g.MSE(h, g.Input("y"))
+		} else {
+			out.Loss = g.Sum(h)
+		}
+		return out, g.Err()
+	}, 1)
+}
+
+// naive returns tanh(x·W + b) computed directly.
+func (m *mlp) naive(x []float64, rows int) []float64 {
+	out := make([]float64, rows*2)
+	for r := 0; r < rows; r++ {
+		for j := 0; j < 2; j++ {
+			s := m.b.At(j)
+			for k := 0; k < 3; k++ {
+				s += x[r*3+k] * m.w.At(k*2+j)
+			}
+			out[r*2+j] = math.Tanh(s)
+		}
+	}
+	return out
+}
+
+func inputOf(dt Dtype, rows int, rng *rand.Rand) (*tensor.Dense, []float64) {
+	t := f32Round(randTensor(rng, 1, rows, 3))
+	return castTo(t, dt), t.Data().([]float64)
+}
+
+func TestModelRunTwiceSameLoss(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := newMLP(t, Float64)
+	mod := m.model()
+	x, _ := inputOf(Float64, 4, rng)
+	in := map[string]*tensor.Dense{"x": x}
+	r1, err := mod.Forward(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l1 := r1.Loss
+	r2, err := mod.Forward(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Loss != l1 {
+		t.Errorf("second run loss %g, first %g", r2.Loss, l1)
+	}
+	// A changed parameter or input is seen by the next run (the machine is reset).
+	m.b.SetAt(0, m.b.At(0)+1)
+	r3, _ := mod.Forward(in)
+	if r3.Loss == l1 {
+		t.Error("a changed parameter did not change the loss")
+	}
+	x.Data().([]float64)[0] += 1
+	r4, _ := mod.Forward(in)
+	if r4.Loss == r3.Loss {
+		t.Error("a changed input did not change the loss")
+	}
+}
+
+func TestModelGradientsAccumulate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m := newMLP(t, Float32)
+	mod := m.model()
+	x, _ := inputOf(Float32, 4, rng)
+	in := map[string]*tensor.Dense{"x": x}
+	if _, err := mod.ForwardBackward(in); err != nil {
+		t.Fatal(err)
+	}
+	first := floats(m.w.Grad())
+	if _, err := mod.ForwardBackward(in); err != nil {
+		t.Fatal(err)
+	}
+	second := floats(m.w.Grad())
+	for i := range first {
+		if first[i] == 0 {
+			t.Fatalf("grad[%d] is 0", i)
+		}
+		if math.Abs(second[i]-2*first[i]) > 1e-6*math.Abs(first[i]) {
+			t.Errorf("after two backward passes grad[%d] = %g, want 2×%g", i, second[i], first[i])
+		}
+	}
+	m.ps.ZeroGrad()
+	for _, p := range m.ps.List() {
+		for i := 0; i < p.Size(); i++ {
+			if p.GradAt(i) != 0 {
+				t.Fatalf("%s grad[%d] = %g after ZeroGrad", p.Name(), i, p.GradAt(i))
+			}
+		}
+	}
+	// A forward-only run adds nothing.
+	if _, err := mod.Forward(in); err != nil {
+		t.Fatal(err)
+	}
+	if g := m.w.GradAt(0); g != 0 {
+		t.Errorf("Forward changed a gradient to %g", g)
+	}
+}
+
+func TestModelBatchSizes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, dt := range []Dtype{Float32, Float64} {
+		m := newMLP(t, dt)
+		mod := m.model()
+		for _, rows := range []int{4, 3, 1, 4} {
+			x, xv := inputOf(dt, rows, rng)
+			res, err := mod.ForwardBackward(map[string]*tensor.Dense{"x": x})
+			if err != nil {
+				t.Fatalf("%v rows=%d: %v", dt, rows, err)
+			}
+			want := m.naive(xv, rows)
+			checkValues(t, "h", floats(res.Values["h"]), want, 1e-6, 1e-7)
+			var sum float64
+			for _, v := range want {
+				sum += v
+			}
+			if math.Abs(res.Loss-sum) > 1e-5 {
+				t.Errorf("%v rows=%d: loss %g, want %g", dt, rows, res.Loss, sum)
+			}
+		}
+		if len(mod.cache) != 3 {
+			t.Errorf("%v: %d compiled graphs, want 3 (one per batch size)", dt, len(mod.cache))
+		}
+	}
+}
+
+// TestModelResultsAfterBackward checks that intermediate values returned by a run are
+// not clobbered by the backward pass, and that parameter gradients are right.
+func TestModelResultsAfterBackward(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := newMLP(t, Float64)
+	mod := m.model()
+	x, xv := inputOf(Float64, 5, rng)
+	yt := randTensor(rng, 1, 5, 2)
+	res, err := mod.Run(map[string]*tensor.Dense{"x": x, "y": yt}, RunMode{Train: true, Backward: true, InputGrads: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.naive(xv, 5)
+	checkValues(t, "h after backward", floats(res.Values["h"]), h, 1e-12, 1e-14)
+	y := yt.Data().([]float64)
+	var loss float64
+	dpre := make([]float64, 10) // dL/d(xW+b)
+	for i := range h {
+		d := h[i] - y[i]
+		loss += d * d / 10
+		dpre[i] = 2 * d / 10 * (1 - h[i]*h[i])
+	}
+	if math.Abs(res.Loss-loss) > 1e-12 {
+		t.Errorf("loss %g, want %g", res.Loss, loss)
+	}
+	dw := make([]float64, 6)
+	db := make([]float64, 2)
+	dx := make([]float64, 15)
+	for r := 0; r < 5; r++ {
+		for j := 0; j < 2; j++ {
+			db[j] += dpre[r*2+j]
+			for k := 0; k < 3; k++ {
+				dw[k*2+j] += xv[r*3+k] * dpre[r*2+j]
+				dx[r*3+k] += m.w.At(k*2+j) * dpre[r*2+j]
+			}
+		}
+	}
+	checkValues(t, "dW", m.w.GradFloat64s(), dw, 1e-10, 1e-14)
+	checkValues(t, "db", m.b.GradFloat64s(), db, 1e-10, 1e-14)
+	checkValues(t, "dx", floats(res.InputGrads["x"]), dx, 1e-10, 1e-14)
+	checkValues(t, "dy", floats(res.InputGrads["y"]), func() []float64 {
+		d := make([]float64, 10)
+		for i := range d {
+			d[i] = -2 * (h[i] - y[i]) / 10
+		}
+		return d
+	}(), 1e-10, 1e-14)
+}
+
+// TestModelDoesNotModifyParams runs models in every mode and checks that parameter values
+// and input tensors are unchanged afterwards.
+func TestModelDoesNotModifyParams(t *testing.T) {
+	for name, f := range map[string]func(g *Graph, p, x *Node) *Node{
+		"mlp":       func(g *Graph, p, x *Node) *Node { return g.Tanh(g.MatMul(x, p)) },
+		"slice":     func(g *Graph, p, x *Node) *Node { return g.Add(g.Slice(p, 1, 0, 1), g.Slice(x, 1, 1, 2)) },
+		"transpose": func(g *Graph, p, x *Node) *Node { return g.Transpose(g.Mul(p, g.Slice(x, 1, 0, 2)), 1, 0) },
+		"reshape": func(g *Graph, p, x *Node) *Node {
+			return g.Add(g.Reshape(p, []int{6}), g.Reshape(g.Slice(x, 1, 0, 2), []int{6}))
+		},
+		"reshapeIn": func(g *Graph, p, x *Node) *Node {
+			return g.Mul(g.Reshape(x, []int{9}), g.Reshape(g.MatMul(p, g.Transpose(p, 1, 0)), []int{9}))
+		},
+		"layernorm": func(g *Graph, p, x *Node) *Node {
+			return g.LayerNorm(x, g.Reshape(g.Slice(p, 1, 0, 1), []int{3}), nil, 1e-5)
+		},
+		"dropoutGELU": func(g *Graph, p, x *Node) *Node { return g.GELU(g.Dropout(g.MatMul(x, p), 0.5), GELUTanh) },
+	} {
+		for _, mode := range []RunMode{{}, {Train: true}, {Backward: true}, {Train: true, Backward: true, InputGrads: true}} {
+			ps, _ := NewParams(Float64, 1)
+			p, _ := ps.Root().New("p", []int{3, 2}, Normal(0, 1))
+			before := append([]float64(nil), p.Float64s()...)
+			x := randTensor(rand.New(rand.NewPCG(1, 1)), 1, 3, 3)
+			xBefore := append([]float64(nil), x.Data().([]float64)...)
+			m := NewModel(ps, func(g *Graph) (Outputs, error) {
+				out := f(g, g.Param(p), g.Input("x"))
+				return Outputs{Loss: projectLoss(g, out, 99)}, g.Err()
+			}, 1)
+			for range 2 {
+				if _, err := m.Run(map[string]*tensor.Dense{"x": x}, mode); err != nil {
+					t.Fatalf("%s %+v: %v", name, mode, err)
+				}
+			}
+			if !equalFloats(before, p.Float64s()) {
+				t.Errorf("%s %+v: the run modified the parameter: %v → %v", name, mode, before, p.Float64s())
+			}
+			if !equalFloats(xBefore, x.Data().([]float64)) {
+				t.Errorf("%s %+v: the run modified the input tensor", name, mode)
+			}
+		}
+	}
+}
+
+func TestModelInputErrors(t *testing.T) {
+	m := newMLP(t, Float32)
+	mod := m.model()
+	_, err := mod.Forward(map[string]*tensor.Dense{"z": tensor.New(tensor.WithShape(2, 3), tensor.Of(Float32))})
+	wantErrContains(t, "missing input", err, `"x"`)
+	_, err = mod.Forward(map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(2, 3), tensor.Of(Float64))})
+	wantErrContains(t, "wrong dtype", err, `"x"`, "float64", "float32")
+	_, err = mod.Forward(map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(2, 4), tensor.Of(Float32))})
+	wantErrContains(t, "wrong shape", err, "MatMul", "(2, 4)", "(3, 2)")
+	_, err = mod.Forward(map[string]*tensor.Dense{"x": nil})
+	wantErrContains(t, "nil input", err, `"x"`)
+	// The model still works after errors.
+	x, _ := inputOf(Float32, 2, rand.New(rand.NewPCG(1, 1)))
+	if _, err := mod.ForwardBackward(map[string]*tensor.Dense{"x": x}); err != nil {
+		t.Fatal(err)
+	}
+}
