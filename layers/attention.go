@@ -1,0 +1,212 @@
+package layers
+
+import (
+	"fmt"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+// AttentionConfig configures a KernelAttention layer. The zero values of Kernel and
+// Bandwidth give standard scaled dot-product attention.
+type AttentionConfig struct {
+	Dim   int // model width d: query input and output
+	Heads int // number of heads; Dim must be a multiple
+	KVDim int // width of the key/value input (cross-attention); 0 means Dim
+
+	Kernel    ContentKernel   // the localization kernel; nil means Exponential{}
+	Bandwidth BandwidthConfig // fixed √d_head by default
+
+	Causal bool // box kernel 1[s <= t]
+	Window int  // box kernel 1[|t − s| < Window] if > 0
+	Hollow bool // leave-one-out: a query never sees its own position
+
+	Rotary     bool    // rotary position embedding of queries and keys
+	RotaryBase float64 // 0 means 10000
+
+	NoBias bool // omit the biases of the q, k, v and o maps
+	Init   Init
+}
+
+// Validate reports the first invalid field.
+func (c AttentionConfig) Validate() error {
+	switch {
+	case c.Dim <= 0:
+		return fmt.Errorf("AttentionConfig.Dim = %d, want > 0", c.Dim)
+	case c.Heads <= 0:
+		return fmt.Errorf("AttentionConfig.Heads = %d, want > 0", c.Heads)
+	case c.Dim%c.Heads != 0:
+		return fmt.Errorf("AttentionConfig.Dim = %d is not a multiple of Heads = %d", c.Dim, c.Heads)
+	case c.KVDim < 0:
+		return fmt.Errorf("AttentionConfig.KVDim = %d, want >= 0 (0 means Dim)", c.KVDim)
+	case c.Window < 0:
+		return fmt.Errorf("AttentionConfig.Window = %d, want >= 0", c.Window)
+	case c.Rotary && (c.Dim/c.Heads)%2 != 0:
+		return fmt.Errorf("AttentionConfig.Rotary needs an even head width, got %d", c.Dim/c.Heads)
+	case c.RotaryBase < 0:
+		return fmt.Errorf("AttentionConfig.RotaryBase = %g, want >= 0", c.RotaryBase)
+	}
+	if err := c.Bandwidth.Validate(); err != nil {
+		return fmt.Errorf("AttentionConfig.%w", err)
+	}
+	return c.Init.validate("AttentionConfig.Init")
+}
+
+// KernelAttention is multi-head attention as a local mean with a learned kernel
+// (THEORY.md §5): per head j, queries q = x W_Qᵀ, keys k = m W_Kᵀ and values v = m W_Vᵀ
+// restricted to feature columns j·dh..(j+1)·dh−1, the local mean of the values under
+// Kernel at the configured bandwidth and box, then the output map W_O over the merged
+// heads. With the exponential kernel and fixed bandwidth √dh it is exactly
+// softmax(QKᵀ/√dh)V, PyTorch's attention.
+//
+// Parameters under its scope: q, k, v, o (Linear: `q.weight` [Dim, Dim], `k.weight`
+// [Dim, KVDim], ...), `bandwidth.*` for learned bandwidths, `kernel.*` for learnable
+// kernels.
+type KernelAttention struct {
+	Q, K, V, O *Linear
+	// Kernel is the bound kernel.
+	Kernel ContentKernel
+	Heads  int
+	DHead  int
+	cfg    AttentionConfig
+	bw     *bandwidth
+	scope  string
+}
+
+// NewKernelAttention creates the layer's parameters under s.
+func NewKernelAttention(s autodiff.Scope, cfg AttentionConfig) (*KernelAttention, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kernel attention %q: %w", s.Name(), err)
+	}
+	if cfg.KVDim == 0 {
+		cfg.KVDim = cfg.Dim
+	}
+	a := &KernelAttention{Heads: cfg.Heads, DHead: cfg.Dim / cfg.Heads, cfg: cfg, scope: s.Name(), Kernel: cfg.Kernel}
+	var err error
+	lin := func(name string, in int) *Linear {
+		if err != nil {
+			return nil
+		}
+		var l *Linear
+		l, err = NewLinear(s.Sub(name), LinearConfig{In: in, Out: cfg.Dim, NoBias: cfg.NoBias, Init: cfg.Init})
+		return l
+	}
+	a.Q, a.K, a.V, a.O = lin("q", cfg.Dim), lin("k", cfg.KVDim), lin("v", cfg.KVDim), lin("o", cfg.Dim)
+	if err != nil {
+		return nil, err
+	}
+	if a.Kernel == nil {
+		a.Kernel = Exponential{}
+	}
+	if l, ok := a.Kernel.(Learnable); ok {
+		if a.Kernel, err = l.Bind(s.Sub("kernel"), cfg.Heads); err != nil {
+			return nil, err
+		}
+	}
+	if a.bw, err = newBandwidth(s.Sub("bandwidth"), cfg.Bandwidth, cfg.Dim, cfg.Heads, a.DHead, cfg.Init); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Bandwidths returns the layer's current bandwidths under the key "<scope>.bandwidth":
+// the fixed or learned value (one per layer or per head), for per-query bandwidths each
+// head's value at a zero query, softplus(b_j) + h_min; kNN bandwidths depend on the data
+// and are not listed.
+func (a *KernelAttention) Bandwidths() map[string][]float64 {
+	v := a.bw.values()
+	if v == nil {
+		return map[string][]float64{}
+	}
+	return map[string][]float64{joinName(a.scope, "bandwidth"): v}
+}
+
+func joinName(scope, name string) string {
+	if scope == "" {
+		return name
+	}
+	return scope + "." + name
+}
+
+// AttendOptions are the optional parts of an attention call.
+type AttendOptions struct {
+	// KeyMask is nil or [B, Tk], 0 marking padding keys (a box kernel on key positions).
+	KeyMask *autodiff.Node
+	// Offset is the position of query 0 among the keys: Tk − Tq when decoding with a
+	// key/value cache, 0 otherwise.
+	Offset int
+}
+
+// Forward is self-attention: x [B, T, Dim] to [B, T, Dim].
+func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
+	return a.Attend(g, x, x, AttendOptions{})
+}
+
+// Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
+// mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
+func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	k, v := a.KeysValues(g, mem, 0)
+	return a.AttendKV(g, x, k, v, opt)
+}
+
+// KeysValues projects mem [B, Tk, KVDim], at positions offset..offset+Tk−1, to the
+// per-head keys and values [B·Heads, Tk, DHead] that AttendKV takes. A decoder caches
+// them and concatenates (axis 1) the new tokens' keys and values at every step.
+func (a *KernelAttention) KeysValues(g *autodiff.Graph, mem *autodiff.Node, offset int) (k, v *autodiff.Node) {
+	if !ready(g, "kernel attention", a.scope, mem) {
+		return nil, nil
+	}
+	ms := mem.Shape()
+	if len(ms) != 3 || ms[2] != a.cfg.KVDim {
+		fail(g, "kernel attention", a.scope, "keys/values input %v, want [B, Tk, %d]", ms, a.cfg.KVDim)
+		return nil, nil
+	}
+	k = a.splitHeads(g, a.K.Forward(g, mem))
+	v = a.splitHeads(g, a.V.Forward(g, mem))
+	if a.cfg.Rotary {
+		k = ApplyRotary(g, k, offset, a.cfg.RotaryBase)
+	}
+	return k, v
+}
+
+// AttendKV lets the queries of x [B, Tq, Dim] attend over per-head keys and values
+// [B·Heads, Tk, DHead] (from KeysValues), returning [B, Tq, Dim].
+func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	if !ready(g, "kernel attention", a.scope, x, k, v) {
+		return nil
+	}
+	xs, ks, vs := x.Shape(), k.Shape(), v.Shape()
+	if len(xs) != 3 || xs[2] != a.cfg.Dim {
+		return fail(g, "kernel attention", a.scope, "query input %v, want [B, Tq, %d]", xs, a.cfg.Dim)
+	}
+	b, tq := xs[0], xs[1]
+	want := []int{b * a.Heads, 0, a.DHead}
+	if len(ks) != 3 || ks[0] != want[0] || ks[2] != a.DHead || len(vs) != 3 || vs[0] != want[0] || vs[1] != ks[1] || vs[2] != a.DHead {
+		return fail(g, "kernel attention", a.scope, "keys %v and values %v, want [%d, Tk, %d] for queries %v", ks, vs, want[0], a.DHead, xs)
+	}
+	if opt.Offset < 0 {
+		return fail(g, "kernel attention", a.scope, "negative offset %d", opt.Offset)
+	}
+	tk := ks[1]
+	q := a.splitHeads(g, a.Q.Forward(g, x))
+	if a.cfg.Rotary {
+		q = ApplyRotary(g, q, opt.Offset, a.cfg.RotaryBase)
+	}
+	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
+	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq)
+	s := addPositionScores(g, a.Kernel, a.Kernel.Scores(g, q, k, h), a.Heads, opt.Offset)
+	s = reshape(g, s, []int{b, a.Heads, tq, tk})
+	m := g.LocalMean(s, reshape(g, v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask) // [B, H, Tq, dh]
+	merged := reshape(g, g.Transpose(m, 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
+	return a.O.Forward(g, merged)
+}
+
+// splitHeads maps [B, T, Dim] to [B·Heads, T, DHead], head j taking columns
+// j·DHead..(j+1)·DHead−1.
+func (a *KernelAttention) splitHeads(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
+	if x == nil {
+		return nil
+	}
+	xs := x.Shape()
+	y := g.Transpose(reshape(g, x, []int{xs[0], xs[1], a.Heads, a.DHead}), 0, 2, 1, 3)
+	return reshape(g, y, []int{xs[0] * a.Heads, xs[1], a.DHead})
+}

@@ -1,0 +1,122 @@
+package layers
+
+import (
+	"fmt"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+// BlockConfig configures a Transformer block: a kernel attention and a feed-forward
+// layer, each in a residual branch with a LayerNorm.
+type BlockConfig struct {
+	Dim        int        // model width
+	Heads      int        // attention heads
+	Hidden     int        // feed-forward width d_ff; 0 means 4·Dim
+	Activation Activation // GELUTanh by default
+	// PostLN puts the norms after the residual sums (the original Transformer); the default
+	// is pre-LN: x + Attn(LN1(x)), then x + FFN(LN2(x)).
+	PostLN  bool
+	Dropout float64 // residual dropout on each branch's output, in training
+	NormEps float64 // LayerNorm eps; 0 means 1e-5
+	Init    Init
+	// Attention holds the attention options (kernel, bandwidth, Causal, Window, Rotary,
+	// ...); its Dim, Heads and Init are taken from the block.
+	Attention AttentionConfig
+}
+
+// Validate reports the first invalid field.
+func (c BlockConfig) Validate() error {
+	if !(c.Dropout >= 0 && c.Dropout < 1) {
+		return fmt.Errorf("BlockConfig.Dropout = %g, want 0 <= p < 1", c.Dropout)
+	}
+	if err := (NormConfig{Dim: c.Dim, Eps: c.NormEps}).Validate(); err != nil {
+		return fmt.Errorf("BlockConfig: %w", err)
+	}
+	if err := c.attention().Validate(); err != nil {
+		return fmt.Errorf("BlockConfig.%w", err)
+	}
+	if err := c.ffn().Validate(); err != nil {
+		return fmt.Errorf("BlockConfig: %w", err)
+	}
+	return nil
+}
+
+func (c BlockConfig) attention() AttentionConfig {
+	a := c.Attention
+	a.Dim, a.Heads, a.Init = c.Dim, c.Heads, c.Init
+	return a
+}
+
+func (c BlockConfig) ffn() FeedForwardConfig {
+	return FeedForwardConfig{Dim: c.Dim, Hidden: c.Hidden, Activation: c.Activation, Init: c.Init}
+}
+
+// Block is a Transformer block as a hierarchical local model (THEORY.md §5): a soft
+// mean-shift step x + Attn(x) followed by the pointwise map x + FFN(x). Its parameters,
+// relative to its scope, are PyTorch's module tree of the reference LM: ln1.weight/bias,
+// attn.{q,k,v,o}.weight/bias, ln2.weight/bias, ffn.fc1.weight/bias, ffn.fc2.weight/bias.
+type Block struct {
+	LN1, LN2 *LayerNorm
+	Attn     *KernelAttention
+	FFN      *FeedForward
+	PostLN   bool
+	Dropout  float64
+	scope    string
+}
+
+// NewBlock creates the block's parameters under s.
+func NewBlock(s autodiff.Scope, cfg BlockConfig) (*Block, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("block %q: %w", s.Name(), err)
+	}
+	b := &Block{PostLN: cfg.PostLN, Dropout: cfg.Dropout, scope: s.Name()}
+	var err error
+	norm := NormConfig{Dim: cfg.Dim, Eps: cfg.NormEps}
+	if b.LN1, err = NewLayerNorm(s.Sub("ln1"), norm); err != nil {
+		return nil, err
+	}
+	if b.Attn, err = NewKernelAttention(s.Sub("attn"), cfg.attention()); err != nil {
+		return nil, err
+	}
+	if b.LN2, err = NewLayerNorm(s.Sub("ln2"), norm); err != nil {
+		return nil, err
+	}
+	if b.FFN, err = NewFeedForward(s.Sub("ffn"), cfg.ffn()); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Forward maps x [B, T, Dim] to [B, T, Dim] with self-attention.
+func (b *Block) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
+	return b.ForwardWith(g, x, AttendOptions{})
+}
+
+// ForwardWith is Forward with attention options (key padding mask).
+func (b *Block) ForwardWith(g *autodiff.Graph, x *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	if !ready(g, "block", b.scope, x) {
+		return nil
+	}
+	attn := func(h *autodiff.Node) *autodiff.Node { return b.Attn.Attend(g, h, h, opt) }
+	return b.residual(g, b.residual(g, x, b.LN1, attn), b.LN2, func(h *autodiff.Node) *autodiff.Node {
+		return b.FFN.Forward(g, h)
+	})
+}
+
+// residual returns x + f(LN(x)) (pre-LN) or LN(x + f(x)) (post-LN).
+func (b *Block) residual(g *autodiff.Graph, x *autodiff.Node, ln *LayerNorm, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {
+	if b.PostLN {
+		return ln.Forward(g, g.Add(x, b.drop(g, f(x))))
+	}
+	return g.Add(x, b.drop(g, f(ln.Forward(g, x))))
+}
+
+func (b *Block) drop(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
+	if b.Dropout == 0 || x == nil {
+		return x
+	}
+	return g.Dropout(x, b.Dropout)
+}
+
+// Bandwidths returns the attention layer's bandwidths (see KernelAttention.Bandwidths).
+func (b *Block) Bandwidths() map[string][]float64 { return b.Attn.Bandwidths() }

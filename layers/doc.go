@@ -1,0 +1,77 @@
+// Package layers holds the building blocks of localization models (docs/THEORY.md):
+// localization kernels, bandwidths, the local mean, kernel attention, and the standard
+// layers a Transformer is made of.
+//
+// # Kernels
+//
+// A kernel is a small value type. Evaluated in the log domain, it returns the score
+// s(q, k) = log K(q, k), and the local mean normalises the scores per query with a
+// log-sum-exp (autodiff's fused Graph.LocalMean), so exp never overflows and a zero weight
+// is −Inf. Every kernel has a plain-vector method LogK and, as a ContentKernel, a graph
+// method Scores(g, q [N,Tq,d], k [N,Tk,d], h Width) giving [N,Tq,Tk]:
+//
+//	kernel           log K(q, k)                   use it for
+//	Exponential      q·k / h                       standard attention (h = √d_head is softmax(QKᵀ/√d)V)
+//	Gaussian         −‖q − k‖² / (2h²)             smooth local averaging; the Tweedie/DAE denoiser
+//	Laplacian        −‖q − k‖ / h                  sharper peak, heavier tails than Gaussian
+//	Cauchy           −log(1 + ‖q − k‖² / h²)       heavy tails: far keys keep some weight
+//	Epanechnikov     log max(0, 1 − ‖q − k‖²/h²)   compact support: exact zeros, sparse attention
+//	Mixture          log Σ_l softmax(a)_l K_l      learn which kernel fits (weights `<scope>.logits`)
+//	Product          s_content + s_position        content × position, e.g. relative positions
+//
+// Distances are computed exactly (autodiff.PairwiseDist), not as ‖q‖² + ‖k‖² − 2q·k, so
+// scores equal LogK, and the gradient at q = k or outside a compact support is 0, never
+// NaN.
+//
+// Position kernels K(t, s) (PositionKernel) act on query and key positions:
+//
+//	position kernel  log K(t, s)                   notes
+//	Box              0 inside, −Inf outside         causal 1[s ≤ t], window 1[|t − s| < w]: a mask
+//	DistancePenalty  −slope·|t − s|                 fixed (ALiBi-like)
+//	RelativeBias     b_head[clip(s − t, ±M)]        learned, `<scope>.weight` [heads, 2M+1]
+//	key padding      0 real, −Inf padding           AttendOptions.KeyMask [B, Tk]
+//
+// Kernels with parameters (Mixture, RelativeBias, a Product containing one) are
+// Learnable: KernelAttention binds them under `<attn>.kernel`; a new kernel is one small
+// type in one file.
+//
+// # Bandwidths
+//
+// Every kernel has a bandwidth h > 0. KernelAttention chooses it by BandwidthConfig.Mode
+// (the learned ones stay positive through softplus plus a floor h_min = Min):
+//
+//	mode            h                                  parameters             use it for
+//	BandwidthFixed  Init (default √d_head)             none                   standard attention, baselines
+//	BandwidthLayer  softplus(ρ) + h_min                `bandwidth.rho` [1]     learn one scale per layer
+//	BandwidthHead   softplus(ρ_j) + h_min per head     `bandwidth.rho` [H]     heads at different scales
+//	BandwidthQuery  softplus(w_j·x + b_j) + h_min      `bandwidth.weight/bias` each token chooses its reach (balloon)
+//	BandwidthKNN    ‖q − k_(K)‖ + h_min                none                   adapt to local density
+//
+// kNN uses the distance to the K-th nearest visible key, with gradient through that
+// distance but not through the choice of neighbour. KernelAttention.Bandwidths reports
+// the current values, computed from the parameters, for logs and checkpoints. A Width
+// passes a bandwidth to Scores: a constant, one node for all scores, or [N, Tq], one per
+// query.
+//
+// # Layers
+//
+// Layers are small structs built by New<Layer>(scope, Config), which validates the
+// config (errors name the bad field) and creates parameters under the scope; Forward adds
+// the layer to a graph. Shape errors are recorded in the graph (g.Err) with the layer's
+// name and the shapes, never panics. Parameter names follow PyTorch's module tree, so
+// checkpoints map one to one onto a PyTorch model:
+//
+//	Linear            `weight` [out, in] (PyTorch layout, y = x Wᵀ + b), `bias` [out]
+//	Embedding         `weight` [vocab, d]
+//	LearnedPositions  `weight` [maxLen, d]; AddSinusoidal and ApplyRotary have none
+//	LayerNorm         `weight`, `bias` [d];  RMSNorm: `weight` [d]
+//	FeedForward       `fc1.*`, `fc2.*`
+//	KernelAttention   `q.*`, `k.*`, `v.*`, `o.*` (+ `bandwidth.*`, `kernel.*`)
+//	Block             `ln1.*`, `attn.*`, `ln2.*`, `ffn.*`
+//
+// KernelAttention splits heads as PyTorch does (head j takes feature columns
+// j·d_head..(j+1)·d_head−1) and works on [B, T, d] inputs; with the exponential kernel and
+// the fixed bandwidth √d_head a pre-LN Block matches PyTorch's to float32 round-off
+// (testdata/parity). Initialisation is InitTorch (PyTorch's module defaults) or InitGPT
+// (N(0, 0.02) weights, zero biases).
+package layers

@@ -1,0 +1,138 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+// Init selects how a layer initialises its parameters.
+type Init int
+
+const (
+	// InitTorch is PyTorch's module default: Linear weight and bias ~ U(±1/√in),
+	// Embedding ~ N(0, 1), norm weight 1 and bias 0.
+	InitTorch Init = iota
+	// InitGPT is the GPT-2 scheme of the reference workloads: Linear weight ~ N(0, 0.02²),
+	// Linear bias 0, Embedding ~ N(0, 0.02²), norm weight 1 and bias 0.
+	InitGPT
+)
+
+// String returns "torch" or "gpt".
+func (i Init) String() string {
+	switch i {
+	case InitTorch:
+		return "torch"
+	case InitGPT:
+		return "gpt"
+	}
+	return fmt.Sprintf("Init(%d)", int(i))
+}
+
+func (i Init) validate(field string) error {
+	if i != InitTorch && i != InitGPT {
+		return fmt.Errorf("%s: unknown initialisation %v", field, i)
+	}
+	return nil
+}
+
+// gptStd is the standard deviation of InitGPT's normal draws.
+const gptStd = 0.02
+
+func (i Init) linearWeight(in int) autodiff.Init {
+	if i == InitGPT {
+		return autodiff.Normal(0, gptStd)
+	}
+	return autodiff.TorchLinear(in)
+}
+
+func (i Init) linearBias(in int) autodiff.Init {
+	if i == InitGPT {
+		return autodiff.Zeros()
+	}
+	return autodiff.TorchLinear(in)
+}
+
+func (i Init) embedding() autodiff.Init {
+	if i == InitGPT {
+		return autodiff.Normal(0, gptStd)
+	}
+	return autodiff.Normal(0, 1)
+}
+
+// newParam creates scope.name, wrapping the error with the layer's name.
+func newParam(s autodiff.Scope, layer, name string, shape []int, init autodiff.Init) (*autodiff.Param, error) {
+	p, err := s.New(name, shape, init)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", layer, s.Name(), err)
+	}
+	return p, nil
+}
+
+// softplusInv returns ρ with softplus(ρ) = y > 0, computed stably.
+func softplusInv(y float64) float64 {
+	return y + math.Log(-math.Expm1(-y))
+}
+
+func softplus(x float64) float64 {
+	if x > 0 {
+		return x + math.Log1p(math.Exp(-x))
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// fail records err in g as "<layer> <scope>: err" and returns nil.
+func fail(g *autodiff.Graph, layer, scope, format string, args ...any) *autodiff.Node {
+	return g.Fail(fmt.Errorf("%s %q: %s", layer, scope, fmt.Sprintf(format, args...)))
+}
+
+// ready reports whether the graph has no error and every node is non-nil, recording an
+// error naming the layer otherwise.
+func ready(g *autodiff.Graph, layer, scope string, nodes ...*autodiff.Node) bool {
+	if g == nil {
+		return false
+	}
+	if g.Err() != nil {
+		return false
+	}
+	for i, n := range nodes {
+		if n == nil {
+			fail(g, layer, scope, "input %d is nil", i)
+			return false
+		}
+	}
+	return true
+}
+
+// reshape is g.Reshape that also converts between [n], [1, n] and [n, 1], which
+// autodiff's Reshape treats as one shape (gorgonia's Shape.Eq) and leaves unchanged.
+func reshape(g *autodiff.Graph, x *autodiff.Node, shape []int) *autodiff.Node {
+	if x == nil || g.Err() != nil {
+		return g.Reshape(x, shape)
+	}
+	if sameInts(x.Shape(), shape) {
+		return x
+	}
+	y := g.Reshape(x, shape)
+	if y != nil && !sameInts(y.Shape(), shape) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		y = g.Reshape(g.Reshape(x, []int{1, 1, n}), shape)
+	}
+	return y
+}
+
+func sameInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,125 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+// Mixture is the multi-kernel log Σ_l w_l K_l(q, k) with weights w = softmax(a) on the
+// simplex (THEORY.md §1, §4), every component at the same bandwidth. Bind creates the
+// logits a as `<scope>.logits` [L] (init 0: equal weights), shared by all heads. The
+// scores are combined by a stable log-sum-exp, so a compact component's −Inf only
+// removes that component's mass.
+type Mixture struct {
+	Kernels []ContentKernel
+	logits  *autodiff.Param
+}
+
+// Name returns "mixture(<k1>,<k2>,...)".
+func (m Mixture) Name() string {
+	names := make([]string, len(m.Kernels))
+	for i, k := range m.Kernels {
+		names[i] = nameOf(k)
+	}
+	return "mixture(" + strings.Join(names, ",") + ")"
+}
+
+// Weights returns the simplex weights softmax(a) from the current parameter values
+// (uniform before Bind).
+func (m Mixture) Weights() []float64 {
+	w := make([]float64, len(m.Kernels))
+	if m.logits == nil {
+		for i := range w {
+			w[i] = 1 / float64(len(w))
+		}
+		return w
+	}
+	mx := math.Inf(-1)
+	for i := range w {
+		mx = math.Max(mx, m.logits.At(i))
+	}
+	var s float64
+	for i := range w {
+		w[i] = math.Exp(m.logits.At(i) - mx)
+		s += w[i]
+	}
+	for i := range w {
+		w[i] /= s
+	}
+	return w
+}
+
+// LogK returns log Σ_l w_l K_l(q, k) with the current weights.
+func (m Mixture) LogK(q, k []float64, h float64) float64 {
+	w := m.Weights()
+	mx := math.Inf(-1)
+	terms := make([]float64, len(m.Kernels))
+	for i, kern := range m.Kernels {
+		terms[i] = math.Log(w[i]) + kern.LogK(q, k, h)
+		mx = math.Max(mx, terms[i])
+	}
+	if math.IsInf(mx, -1) {
+		return mx
+	}
+	var s float64
+	for _, t := range terms {
+		s += math.Exp(t - mx)
+	}
+	return mx + math.Log(s)
+}
+
+// Bind creates the mixture logits under s and binds Learnable components under
+// s.Sub("<i>").
+func (m Mixture) Bind(s autodiff.Scope, heads int) (ContentKernel, error) {
+	if len(m.Kernels) == 0 {
+		return nil, fmt.Errorf("mixture kernel %q: no components", s.Name())
+	}
+	ks := make([]ContentKernel, len(m.Kernels))
+	for i, k := range m.Kernels {
+		if k == nil {
+			return nil, fmt.Errorf("mixture kernel %q: component %d is nil", s.Name(), i)
+		}
+		if _, ok := k.(PositionKernel); ok {
+			return nil, fmt.Errorf("mixture kernel %q: component %s has a position part; put the mixture inside a Product instead", s.Name(), k.Name())
+		}
+		ks[i] = k
+		if l, ok := k.(Learnable); ok {
+			b, err := l.Bind(s.Subf("%d", i), heads)
+			if err != nil {
+				return nil, err
+			}
+			ks[i] = b
+		}
+	}
+	p, err := newParam(s, "mixture kernel", "logits", []int{len(m.Kernels)}, autodiff.Zeros())
+	if err != nil {
+		return nil, err
+	}
+	return Mixture{Kernels: ks, logits: p}, nil
+}
+
+// Scores returns LogSumExp_l(log softmax(a)_l + s_l) over the component scores.
+func (m Mixture) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node {
+	if !checkQK(g, m.Name(), q, k) {
+		return nil
+	}
+	if m.logits == nil {
+		return g.Fail(fmt.Errorf("kernel %s: not bound to parameters (use it inside KernelAttention or call Bind)", m.Name()))
+	}
+	parts := make([]*autodiff.Node, len(m.Kernels))
+	var shape []int
+	for i, kern := range m.Kernels {
+		s := kern.Scores(g, q, k, h)
+		if s == nil {
+			return nil
+		}
+		shape = s.Shape()
+		parts[i] = reshape(g, s, append(shape, 1))
+	}
+	stacked := g.Concat(len(shape), parts...) // [N, Tq, Tk, L]
+	logw := reshape(g, g.LogSoftmax(reshape(g, g.Param(m.logits), []int{1, len(m.Kernels)}), nil), []int{len(m.Kernels)})
+	return g.LogSumExp(g.AddBias(stacked, logw))
+}

@@ -1,0 +1,139 @@
+package layers
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+// PositionsConfig configures a learned absolute position embedding.
+type PositionsConfig struct {
+	MaxLen int // longest sequence
+	Dim    int
+	Init   Init
+}
+
+// Validate reports the first invalid field.
+func (c PositionsConfig) Validate() error {
+	if c.MaxLen <= 0 {
+		return fmt.Errorf("PositionsConfig.MaxLen = %d, want > 0", c.MaxLen)
+	}
+	if c.Dim <= 0 {
+		return fmt.Errorf("PositionsConfig.Dim = %d, want > 0", c.Dim)
+	}
+	return c.Init.validate("PositionsConfig.Init")
+}
+
+// LearnedPositions adds a learned vector per absolute position (GPT's pos_emb): the
+// kernel on shifted arguments K(x_t + p(t), x_s + p(s)) of THEORY.md §5. Its parameter is
+// `<scope>.weight` [MaxLen, Dim], initialised like an Embedding.
+type LearnedPositions struct {
+	Weight *autodiff.Param
+	MaxLen int
+	Dim    int
+	scope  string
+}
+
+// NewLearnedPositions creates the position table under s.
+func NewLearnedPositions(s autodiff.Scope, cfg PositionsConfig) (*LearnedPositions, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("positions %q: %w", s.Name(), err)
+	}
+	w, err := newParam(s, "positions", "weight", []int{cfg.MaxLen, cfg.Dim}, cfg.Init.embedding())
+	if err != nil {
+		return nil, err
+	}
+	return &LearnedPositions{Weight: w, MaxLen: cfg.MaxLen, Dim: cfg.Dim, scope: s.Name()}, nil
+}
+
+// Forward returns x [B, T, Dim] plus the vectors of positions offset..offset+T−1.
+func (p *LearnedPositions) Forward(g *autodiff.Graph, x *autodiff.Node, offset int) *autodiff.Node {
+	if !ready(g, "positions", p.scope, x) {
+		return nil
+	}
+	xs := x.Shape()
+	if len(xs) != 3 || xs[2] != p.Dim {
+		return fail(g, "positions", p.scope, "input %v, want [B, T, %d]", xs, p.Dim)
+	}
+	if offset < 0 || offset+xs[1] > p.MaxLen {
+		return fail(g, "positions", p.scope, "positions %d..%d outside the table's %d", offset, offset+xs[1]-1, p.MaxLen)
+	}
+	pos := g.Slice(g.Param(p.Weight), 0, offset, offset+xs[1])
+	return addPerPosition(g, x, reshape(g, pos, []int{xs[1] * xs[2]}))
+}
+
+// addPerPosition adds pos [T·D] (row-major [T, D]) to every batch element of x [B, T, D].
+func addPerPosition(g *autodiff.Graph, x, pos *autodiff.Node) *autodiff.Node {
+	xs := x.Shape()
+	flat := g.AddBias(reshape(g, x, []int{xs[0], xs[1] * xs[2]}), pos)
+	return reshape(g, flat, xs)
+}
+
+// Sinusoidal returns the fixed sinusoidal position encodings of Vaswani et al. for
+// positions offset..offset+t−1 as a [t, dim] row-major slice:
+// PE(p, 2i) = sin(p / 10000^(2i/dim)), PE(p, 2i+1) = cos(p / 10000^(2i/dim)).
+func Sinusoidal(t, dim, offset int) []float64 {
+	pe := make([]float64, t*dim)
+	for p := range t {
+		for i := 0; i < dim; i += 2 {
+			angle := float64(p+offset) / math.Pow(10000, float64(i)/float64(dim))
+			pe[p*dim+i] = math.Sin(angle)
+			if i+1 < dim {
+				pe[p*dim+i+1] = math.Cos(angle)
+			}
+		}
+	}
+	return pe
+}
+
+// AddSinusoidal returns x [B, T, D] plus the sinusoidal encodings of positions
+// offset..offset+T−1 (no parameters).
+func AddSinusoidal(g *autodiff.Graph, x *autodiff.Node, offset int) *autodiff.Node {
+	if g == nil || g.Err() != nil {
+		return nil
+	}
+	if x == nil || len(x.Shape()) != 3 {
+		return g.Fail(fmt.Errorf("sinusoidal positions: input %v, want [B, T, D]", x.Shape()))
+	}
+	xs := x.Shape()
+	return addPerPosition(g, x, g.ConstTensor([]int{xs[1] * xs[2]}, Sinusoidal(xs[1], xs[2], offset)))
+}
+
+// defaultRotaryBase is RoFormer's θ base.
+const defaultRotaryBase = 10000
+
+// ApplyRotary rotates the per-head vectors x [N, T, dh] (dh even) by their positions
+// offset..offset+T−1 (rotary position embedding, RoFormer; the "rotate half" layout of
+// GPT-NeoX and LLaMA): x·cos + rotate_half(x)·sin with angles p·base^(−2i/dh), i < dh/2.
+// Applied to queries and keys, it makes the exponential kernel's score depend on
+// relative position only. base 0 means 10000.
+func ApplyRotary(g *autodiff.Graph, x *autodiff.Node, offset int, base float64) *autodiff.Node {
+	if g == nil || g.Err() != nil {
+		return nil
+	}
+	if x == nil || len(x.Shape()) != 3 || x.Shape()[2]%2 != 0 {
+		return g.Fail(fmt.Errorf("rotary positions: input %v, want [N, T, dh] with dh even", x.Shape()))
+	}
+	if base == 0 {
+		base = defaultRotaryBase
+	}
+	xs := x.Shape()
+	n, t, dh := xs[0], xs[1], xs[2]
+	half := dh / 2
+	cos := make([]float64, n*t*dh)
+	sin := make([]float64, n*t*dh)
+	for p := range t {
+		for i := range half {
+			angle := float64(p+offset) * math.Pow(base, -2*float64(i)/float64(dh))
+			c, s := math.Cos(angle), math.Sin(angle)
+			for b := range n {
+				row := (b*t + p) * dh
+				cos[row+i], cos[row+i+half] = c, c
+				sin[row+i], sin[row+i+half] = s, s
+			}
+		}
+	}
+	rot := g.Concat(2, g.Neg(g.Slice(x, 2, half, dh)), g.Slice(x, 2, 0, half))
+	return g.Add(g.Mul(x, g.ConstTensor(xs, cos)), g.Mul(rot, g.ConstTensor(xs, sin)))
+}
