@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/models/transformer"
+	"github.com/locusml/locus/optim"
+	"github.com/locusml/locus/train"
+)
+
+func init() {
+	register("train", "train a model (default: a Transformer on the reverse task)", runTrain)
+}
+
+func runTrain(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("train", "[flags]", stderr)
+	taskName := fs.String("task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+") or charlm")
+	modelName := fs.String("model", "transformer", "model: transformer")
+	arch := fs.String("arch", "", "encoder or lm (default: encoder for toy tasks, lm for charlm)")
+	kernel := fs.String("kernel", "exponential", "attention kernel: "+strings.Join(layers.KernelNames(), ", "))
+	bandwidth := fs.String("bandwidth", "fixed", "bandwidth mode: "+strings.Join(transformer.BandwidthNames(), ", "))
+	positions := fs.String("positions", "learned", "positions: learned, sinusoidal or rotary")
+	nLayers := fs.Int("layers", 2, "number of blocks")
+	dModel := fs.Int("dmodel", 64, "model width")
+	heads := fs.Int("heads", 4, "attention heads")
+	dff := fs.Int("dff", 256, "feed-forward width")
+	postLN := fs.Bool("postln", false, "post-LN blocks instead of pre-LN")
+	dropout := fs.Float64("dropout", 0, "dropout probability")
+	steps := fs.Int("steps", 1000, "training steps")
+	batch := fs.Int("batch", 64, "batch size (sequences)")
+	lr := fs.Float64("lr", 1e-3, "Adam learning rate")
+	seed := fs.Uint64("seed", 0, "random seed (parameters and data)")
+	seqLen := fs.Int("seqlen", 0, "sequence length (0: the task's default; charlm: 64)")
+	data := fs.String("data", "", "charlm: a text file or folder (default: the Go standard library source)")
+	maxBytes := fs.Int64("maxbytes", 4<<20, "charlm: read at most this many bytes of text")
+	out := fs.String("out", "", "run directory for checkpoints and metrics (default: runs/<task>)")
+	resume := fs.String("resume", "", "resume from this run or checkpoint directory")
+	evalEvery := fs.Int("eval-every", 200, "evaluate every N steps")
+	evalN := fs.Int("eval-n", 1000, "validation examples per evaluation")
+	keep := fs.Int("keep", 3, "step checkpoints to keep")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	switch {
+	case *modelName != "transformer":
+		return usageErrorf("unknown -model %q (want transformer)", *modelName)
+	case *steps <= 0:
+		return usageErrorf("-steps must be > 0, got %d", *steps)
+	case *batch <= 0:
+		return usageErrorf("-batch must be > 0, got %d", *batch)
+	case !(*lr > 0):
+		return usageErrorf("-lr must be > 0, got %g", *lr)
+	case *seqLen < 0:
+		return usageErrorf("-seqlen must be >= 0, got %d", *seqLen)
+	case *evalEvery < 0 || *evalN <= 0:
+		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
+	}
+	if *taskName != "charlm" && !slices.Contains(datasets.TaskNames(), *taskName) {
+		return usageErrorf("unknown -task %q (valid: %s, charlm)", *taskName, strings.Join(datasets.TaskNames(), ", "))
+	}
+	if *taskName != "charlm" && *data != "" {
+		return usageErrorf("-data is for -task charlm")
+	}
+
+	s := &session{data: dataConfig{Task: *taskName, Batch: *batch, Seed: *seed}}
+	if *arch == "" {
+		*arch = "encoder"
+		if *taskName == "charlm" {
+			*arch = "lm"
+		}
+	}
+	if *taskName == "charlm" {
+		s.data.Corpus, s.data.MaxBytes, s.data.SeqLen = *data, *maxBytes, *seqLen
+		if s.data.SeqLen == 0 {
+			s.data.SeqLen = 64
+		}
+		if *arch != "lm" {
+			return usageErrorf("-task charlm needs -arch lm")
+		}
+	} else {
+		s.data.TaskConfig = datasets.TaskConfig{SeqLen: *seqLen}
+		s.data.Layout = "aligned"
+		if *arch == "lm" {
+			s.data.Layout = "causal"
+		}
+	}
+	if err := s.loadData(); err != nil {
+		return err
+	}
+	s.cfg = transformer.DefaultConfig(*arch, s.vocab(), s.seqLen())
+	s.cfg.Kernel, s.cfg.Bandwidth, s.cfg.Positions = *kernel, *bandwidth, *positions
+	s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Hidden = *nLayers, *dModel, *heads, *dff
+	s.cfg.PostLN, s.cfg.Dropout = *postLN, *dropout
+	if err := s.cfg.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if err := s.build(*seed); err != nil {
+		return err
+	}
+	acfg := optim.DefaultAdamConfig()
+	acfg.LR = *lr
+	opt, err := optim.NewAdam(optim.All(s.params.List()), acfg)
+	if err != nil {
+		return err
+	}
+	var stream *datasets.Stream
+	if s.corpus != nil {
+		stream, err = datasets.NewCorpusStream(s.corpus, datasets.Train, *batch, s.data.SeqLen, *seed+1)
+	} else {
+		stream, err = datasets.NewTaskStream(s.task, s.layout, *batch, *seed+1)
+	}
+	if err != nil {
+		return err
+	}
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join("runs", *taskName)
+	}
+	best, mode := "val_"+transformer.MetricLoss, "min"
+	loop := &train.Loop{
+		Model: s.run, Optimizer: opt, Data: &transformer.StreamData{Stream: stream, Tokens: s.corpus != nil},
+		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(*evalN, *seed+2) },
+		Steps: *steps, EvalEvery: *evalEvery, CheckpointEvery: *evalEvery,
+		Dir: dir, KeepLast: *keep, Best: best, BestMode: mode,
+		ItemsName: "samples", ModelConfig: s.cfg, DataConfig: s.data, Out: stderr,
+	}
+	if s.corpus != nil {
+		loop.ItemsName = "tokens"
+	}
+	if *resume != "" {
+		if err := loop.Resume(*resume); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stderr, "locus train: %s, %s %d×%d, %d heads, kernel %s, bandwidth %s, %d parameters -> %s\n",
+		*taskName, *arch, s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Kernel, s.cfg.Bandwidth, s.params.NumElements(), dir)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	sum, err := loop.Run(ctx)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted: %w", err)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "step %d  train loss %.4f", sum.Step, sum.Loss)
+	for _, k := range sortedKeys(sum.Eval) {
+		fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
+	}
+	fmt.Fprintf(stdout, "  %.0f %s/s  %s\ncheckpoint: %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8), sum.Checkpoint)
+	if bw := s.model.Bandwidths(); len(bw) > 0 && s.cfg.Bandwidth != "fixed" {
+		for _, k := range sortedKeys(bw) {
+			fmt.Fprintf(stdout, "bandwidth %s = %.4g\n", k, bw[k])
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

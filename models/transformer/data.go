@@ -1,0 +1,107 @@
+package transformer
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/train"
+)
+
+// StreamData adapts a datasets.Stream (a toy task or a text corpus) to train.Data.
+type StreamData struct {
+	Stream *datasets.Stream
+	// Tokens counts every position as an item (language modelling); otherwise items
+	// are sequences.
+	Tokens bool
+}
+
+// Next returns the stream's next batch as model inputs.
+func (d *StreamData) Next() (train.Batch, error) {
+	b := d.Stream.Next()
+	items := b.B
+	if d.Tokens {
+		items = b.B * b.T
+	}
+	return train.Batch{Inputs: TaskInputs(b), Items: items}, nil
+}
+
+// State returns the stream's position.
+func (d *StreamData) State() (json.RawMessage, error) { return json.Marshal(d.Stream.State()) }
+
+// Restore moves the stream to a saved position.
+func (d *StreamData) Restore(state json.RawMessage) error {
+	var st datasets.StreamState
+	if err := json.Unmarshal(state, &st); err != nil {
+		return err
+	}
+	return d.Stream.Restore(st)
+}
+
+// Metric names reported by TaskMetrics and CorpusMetrics.
+const (
+	MetricLoss     = "loss"
+	MetricTokenAcc = "token_acc"
+	MetricSeqAcc   = "seq_acc"
+	MetricBPC      = "bpc" // bits per character: loss / ln 2
+)
+
+// TaskMetrics evaluates a toy-task model on n fresh examples drawn with seed (the same
+// examples at every call): mean loss, token accuracy over scored positions and whole
+// sequence accuracy.
+func TaskMetrics(m *autodiff.Model, task datasets.Task, layout datasets.Layout, n int, seed uint64) (train.Metrics, error) {
+	rng := datasets.NewRand(seed)
+	acc := &datasets.Accuracy{}
+	var lossSum float64
+	var lossN int
+	for done := 0; done < n; {
+		bs := min(250, n-done)
+		b, err := datasets.SampleBatch(task, rng, bs, layout)
+		if err != nil {
+			return nil, err
+		}
+		res, err := m.Forward(TaskInputs(b))
+		if err != nil {
+			return nil, err
+		}
+		if err := acc.Add(task, b, Predict(res.Values[OutputLogits])); err != nil {
+			return nil, err
+		}
+		lossSum += res.Loss * float64(bs)
+		lossN += bs
+		done += bs
+	}
+	return train.Metrics{MetricLoss: lossSum / float64(lossN), MetricTokenAcc: acc.Token(), MetricSeqAcc: acc.Seq()}, nil
+}
+
+// TaskEval returns a train.Loop Eval function for TaskMetrics.
+func TaskEval(m *autodiff.Model, task datasets.Task, layout datasets.Layout, n int, seed uint64) func(context.Context) (train.Metrics, error) {
+	return func(context.Context) (train.Metrics, error) { return TaskMetrics(m, task, layout, n, seed) }
+}
+
+// CorpusMetrics evaluates a character LM on batches random windows of length t from
+// the validation split (the same windows at every call): mean loss, bits per character
+// and next-character accuracy.
+func CorpusMetrics(m *autodiff.Model, c *datasets.Corpus, batches, batchSize, t int, seed uint64) (train.Metrics, error) {
+	rng := datasets.NewRand(seed)
+	acc := &datasets.Accuracy{}
+	var lossSum float64
+	for range batches {
+		b, err := c.SampleBatch(rng, datasets.Validation, batchSize, t)
+		if err != nil {
+			return nil, err
+		}
+		res, err := m.Forward(TaskInputs(b))
+		if err != nil {
+			return nil, err
+		}
+		if err := acc.Add(nil, b, Predict(res.Values[OutputLogits])); err != nil {
+			return nil, err
+		}
+		lossSum += res.Loss
+	}
+	loss := lossSum / float64(batches)
+	return train.Metrics{MetricLoss: loss, MetricBPC: loss / math.Ln2, MetricTokenAcc: acc.Token()}, nil
+}
