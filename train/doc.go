@@ -1,0 +1,52 @@
+// Package train trains autodiff models: a training Loop with evaluation, logging,
+// progress output, early stopping and resumable checkpoints, and the checkpoint and
+// safetensors I/O that programs build on.
+//
+// # The loop
+//
+// A Loop draws Batches from a Data, runs Model.ForwardBackward, steps the Optimizer and,
+// on schedule, evaluates, records metrics, checkpoints and calls Hooks:
+//
+//	loop := &train.Loop{
+//		Model: model, Optimizer: opt, Data: data, Eval: validate,
+//		Steps: 5000, EvalEvery: 250, CheckpointEvery: 500, KeepLast: 3,
+//		Best: "val_loss", Patience: 10, Dir: "runs/copy", Out: os.Stderr,
+//	}
+//	if resume {
+//		if err := loop.Resume(loop.Dir); err != nil { ... }
+//	}
+//	summary, err := loop.Run(ctx) // ctx from signal.NotifyContext: Ctrl-C saves a checkpoint
+//
+// Data is any batch source whose position can be saved as JSON and restored; NewData
+// builds one from three functions, e.g. over a datasets.Stream or datasets.Iterator.
+// Steps counts completed steps from 1, across resumes. A resumed run continues
+// bit-identically: same batches, same dropout masks, same optimizer moments, same
+// weights and losses as a run that was never stopped.
+//
+// # The run directory
+//
+//	runs/copy/
+//		step-000500/           a checkpoint (see below); the last KeepLast are kept
+//		step-001000/
+//		best/                  the checkpoint with the best value of Loop.Best
+//		LATEST                 "step-001000": the latest checkpoint
+//		metrics.jsonl          one Record per line: {"step":250,"loss":0.41,"lr":0.0003,
+//		                       "grad_norm":0.52,"items_per_s":1.2e4,"val_loss":0.44,...}
+//		loss.png               training and validation loss against the step
+//
+// # Checkpoints
+//
+// A checkpoint is a directory of three files: ModelFile (the parameters in safetensors
+// format, under their parameter names and in their dtype), OptimizerFile (the optimizer's
+// State tensors) and MetaFile (JSON: the step, the model and data configurations, the
+// model's RNG state, the data position, the metrics history, the versions of the format,
+// Locus and Go, and the size and SHA-256 of the tensor files). SaveCheckpoint writes it
+// atomically: files are written and synced in a temporary directory that is then renamed,
+// and LATEST is replaced by renaming a synced temporary file, so a crash never leaves a
+// partial checkpoint where one is loaded. LoadCheckpoint accepts a run directory or a
+// checkpoint directory and reports a truncated or corrupted file, a checkpoint of another
+// model or a shape mismatch with the file, the tensor and the shapes.
+//
+// ExportSafetensors and ReadSafetensors read and write plain safetensors files (F32, F64
+// and I64), for weights shared with other tools.
+package train

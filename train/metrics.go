@@ -1,0 +1,187 @@
+package train
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Metrics are named scalar measurements, such as "loss" or "accuracy".
+type Metrics map[string]float64
+
+// The names of the metrics the Loop records for training. Evaluation metrics are
+// recorded under their names prefixed with ValPrefix.
+const (
+	MetricLoss      = "loss"        // mean training loss over the steps since the last record
+	MetricLR        = "lr"          // the learning rate of the last step
+	MetricGradNorm  = "grad_norm"   // the gradient norm of the last step, before clipping
+	MetricItemsPerS = "items_per_s" // items (Batch.Items) per second of training time
+	MetricStepsPerS = "steps_per_s" // steps per second of training time
+	ValPrefix       = "val_"        // prefix of evaluation metrics, e.g. "val_loss"
+)
+
+const (
+	metricValLoss    = ValPrefix + MetricLoss
+	recordStepField  = "step"
+	plotWidth        = 16 * vg.Centimeter
+	plotHeight       = 10 * vg.Centimeter
+	maxPlottedPoints = 4000
+)
+
+// Record is one line of the metrics log: the metrics measured at a step. Its JSON form
+// is a flat object, {"step": 100, "loss": 0.41, "lr": 0.001, ...}, with the keys after
+// "step" in lexical order and non-finite values as null.
+type Record struct {
+	Step    int
+	Metrics Metrics
+}
+
+// MarshalJSON encodes r as a flat object.
+func (r Record) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"step":`)
+	b.WriteString(strconv.Itoa(r.Step))
+	for _, k := range sortedKeys(r.Metrics) {
+		if k == recordStepField {
+			continue
+		}
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteByte(',')
+		b.Write(key)
+		b.WriteByte(':')
+		v := r.Metrics[k]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b.WriteString("null")
+		} else {
+			b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// UnmarshalJSON decodes the flat object written by MarshalJSON; null becomes NaN.
+func (r *Record) UnmarshalJSON(data []byte) error {
+	var m map[string]*float64
+	if err := json.Unmarshal(data, &m); err != nil {
+		return err
+	}
+	step, ok := m[recordStepField]
+	if !ok || step == nil || *step != math.Trunc(*step) {
+		return fmt.Errorf("metrics record %.60s: missing or invalid %q", data, recordStepField)
+	}
+	r.Step = int(*step)
+	r.Metrics = make(Metrics, len(m)-1)
+	for k, v := range m {
+		if k == recordStepField {
+			continue
+		}
+		if v == nil {
+			r.Metrics[k] = math.NaN()
+		} else {
+			r.Metrics[k] = *v
+		}
+	}
+	return nil
+}
+
+// writeRecords writes records as JSON lines.
+func writeRecords(w io.Writer, records []Record) error {
+	for _, r := range records {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plotLoss writes a PNG of the training loss and, when recorded, the validation loss
+// against the step.
+func plotLoss(path string, history []Record) error {
+	train, val := series(history, MetricLoss), series(history, metricValLoss)
+	if len(train) == 0 && len(val) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "Loss"
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = "loss"
+	p.Add(plotter.NewGrid())
+	var lines []any
+	if len(train) > 0 {
+		lines = append(lines, "train", train)
+	}
+	if len(val) > 0 {
+		lines = append(lines, "validation", val)
+	}
+	if err := plotutil.AddLines(p, lines...); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	p.Legend.Top = true
+	if lo, hi := yRange(train, val); lo > 0 && hi/lo > 20 {
+		// Losses spanning decades read better on a log scale.
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Label.Text = "loss (log scale)"
+	}
+	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if err := writeFileAtomic(path, func(w io.Writer) error {
+		_, err := wt.WriteTo(w)
+		return err
+	}); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// yRange returns the smallest and largest values of the series.
+func yRange(ss ...plotter.XYs) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, s := range ss {
+		for _, p := range s {
+			lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
+		}
+	}
+	return lo, hi
+}
+
+// series returns the finite values of a metric against the step, thinned to at most
+// maxPlottedPoints.
+func series(history []Record, name string) plotter.XYs {
+	var xy plotter.XYs
+	for _, r := range history {
+		if v, ok := r.Metrics[name]; ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			xy = append(xy, plotter.XY{X: float64(r.Step), Y: v})
+		}
+	}
+	if len(xy) <= maxPlottedPoints {
+		return xy
+	}
+	stride := (len(xy) + maxPlottedPoints - 1) / maxPlottedPoints
+	thin := make(plotter.XYs, 0, maxPlottedPoints+1)
+	for i := 0; i < len(xy); i += stride {
+		thin = append(thin, xy[i])
+	}
+	if last := xy[len(xy)-1]; thin[len(thin)-1] != last {
+		thin = append(thin, last)
+	}
+	return thin
+}
