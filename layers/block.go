@@ -17,7 +17,9 @@ type BlockConfig struct {
 	// is pre-LN: x + Attn(LN1(x)), then x + FFN(LN2(x)).
 	PostLN  bool
 	Dropout float64 // residual dropout on each branch's output, in training
-	NormEps float64 // LayerNorm eps; 0 means 1e-5
+	NormEps float64 // norm eps; 0 means 1e-5
+	// RMSNorm uses RMSNorm (weight only) instead of LayerNorm for ln1 and ln2.
+	RMSNorm bool
 	Init    Init
 	// Attention holds the attention options (kernel, bandwidth, Causal, Window, Rotary,
 	// ...); its Dim, Heads and Init are taken from the block.
@@ -56,7 +58,7 @@ func (c BlockConfig) ffn() FeedForwardConfig {
 // relative to its scope, are PyTorch's module tree of the reference LM: ln1.weight/bias,
 // attn.{q,k,v,o}.weight/bias, ln2.weight/bias, ffn.fc1.weight/bias, ffn.fc2.weight/bias.
 type Block struct {
-	LN1, LN2 *LayerNorm
+	LN1, LN2 Norm
 	Attn     *KernelAttention
 	FFN      *FeedForward
 	PostLN   bool
@@ -72,13 +74,19 @@ func NewBlock(s autodiff.Scope, cfg BlockConfig) (*Block, error) {
 	b := &Block{PostLN: cfg.PostLN, Dropout: cfg.Dropout, scope: s.Name()}
 	var err error
 	norm := NormConfig{Dim: cfg.Dim, Eps: cfg.NormEps}
-	if b.LN1, err = NewLayerNorm(s.Sub("ln1"), norm); err != nil {
+	newNorm := func(name string) (Norm, error) {
+		if cfg.RMSNorm {
+			return NewRMSNorm(s.Sub(name), norm)
+		}
+		return NewLayerNorm(s.Sub(name), norm)
+	}
+	if b.LN1, err = newNorm("ln1"); err != nil {
 		return nil, err
 	}
 	if b.Attn, err = NewKernelAttention(s.Sub("attn"), cfg.attention()); err != nil {
 		return nil, err
 	}
-	if b.LN2, err = NewLayerNorm(s.Sub("ln2"), norm); err != nil {
+	if b.LN2, err = newNorm("ln2"); err != nil {
 		return nil, err
 	}
 	if b.FFN, err = NewFeedForward(s.Sub("ffn"), cfg.ffn()); err != nil {
@@ -104,7 +112,7 @@ func (b *Block) ForwardWith(g *autodiff.Graph, x *autodiff.Node, opt AttendOptio
 }
 
 // residual returns x + f(LN(x)) (pre-LN) or LN(x + f(x)) (post-LN).
-func (b *Block) residual(g *autodiff.Graph, x *autodiff.Node, ln *LayerNorm, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {
+func (b *Block) residual(g *autodiff.Graph, x *autodiff.Node, ln Norm, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {
 	if b.PostLN {
 		return ln.Forward(g, g.Add(x, b.drop(g, f(x))))
 	}

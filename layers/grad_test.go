@@ -70,8 +70,8 @@ func TestLayerGradients(t *testing.T) {
 			make   func(s autodiff.Scope) (forwardFunc, error)
 			inputs map[string]*tensor.Dense
 			train  bool
-		}{fmt.Sprintf("block-postLN=%v", post), func(s autodiff.Scope) (forwardFunc, error) {
-			b, err := NewBlock(s, BlockConfig{Dim: 4, Heads: 2, Hidden: 8, PostLN: post, Attention: AttentionConfig{Causal: true}})
+		}{fmt.Sprintf("block-postLN-RMSNorm=%v", post), func(s autodiff.Scope) (forwardFunc, error) {
+			b, err := NewBlock(s, BlockConfig{Dim: 4, Heads: 2, Hidden: 8, PostLN: post, RMSNorm: post, Attention: AttentionConfig{Causal: true}})
 			return func(g *autodiff.Graph) *autodiff.Node { return b.Forward(g, g.Input("x")) }, err
 		}, in("x", x3), false})
 	}

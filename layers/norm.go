@@ -35,6 +35,11 @@ func (c NormConfig) eps() float64 {
 	return c.Eps
 }
 
+// Norm is a normalisation layer: LayerNorm or RMSNorm.
+type Norm interface {
+	Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node
+}
+
 // LayerNorm is PyTorch's nn.LayerNorm over the last axis: (x − mean)/√(var + eps)·weight
 // + bias with the biased variance. Parameters: `<scope>.weight` [Dim] (init 1) and
 // `<scope>.bias` [Dim] (init 0).
