@@ -1,9 +1,3 @@
-// Package layers holds the building blocks of localization models: the
-// localization kernels of docs/THEORY.md §1 and the layers built on them.
-//
-// Kernels are evaluated in the log domain: a kernel returns the score
-// s(q, k) = log K(q, k), and normalisation is a row-wise log-sum-exp, so
-// exp never overflows and a zero weight is simply math.Inf(-1).
 package layers
 
 import (
