@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	G "gorgonia.org/gorgonia"
@@ -243,7 +244,7 @@ func (g *Graph) sameShape(op string, a, b *Node) bool {
 	if !g.ok(op, a, b) {
 		return false
 	}
-	if !shapeEqual(a.n.Shape(), b.n.Shape()) {
+	if !slices.Equal(a.n.Shape(), b.n.Shape()) {
 		g.failf("%s: %w: %v and %v", op, errShape, a.n.Shape(), b.n.Shape())
 		return false
 	}
@@ -426,7 +427,7 @@ func (g *Graph) Reshape(x *Node, shape []int) *Node {
 	if n != x.n.Shape().TotalSize() {
 		return g.failf("Reshape: cannot reshape %v to %v", x.n.Shape(), shape)
 	}
-	if shapeEqual(x.n.Shape(), shape) {
+	if slices.Equal(x.n.Shape(), shape) {
 		return x
 	}
 	if x.Dtype() != g.dtype {
@@ -435,20 +436,6 @@ func (g *Graph) Reshape(x *Node, shape []int) *Node {
 	// gorgonia's Reshape aliases its input, and an in-place op downstream then writes
 	// through it into a parameter or an input: copy instead.
 	return g.applyFused(reshapeKernel{to: tensor.Shape(append([]int(nil), shape...))}, x)
-}
-
-// shapeEqual compares shapes dimension by dimension (gorgonia's Shape.Eq treats [3],
-// [3,1] and [1,3] as equal).
-func shapeEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Transpose permutes the axes of x.

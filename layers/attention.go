@@ -194,9 +194,9 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
 	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq)
 	s := addPositionScores(g, a.Kernel, a.Kernel.Scores(g, q, k, h), a.Heads, opt.Offset)
-	s = reshape(g, s, []int{b, a.Heads, tq, tk})
-	m := g.LocalMean(s, reshape(g, v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask) // [B, H, Tq, dh]
-	merged := reshape(g, g.Transpose(m, 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
+	s = g.Reshape(s, []int{b, a.Heads, tq, tk})
+	m := g.LocalMean(s, g.Reshape(v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask) // [B, H, Tq, dh]
+	merged := g.Reshape(g.Transpose(m, 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
 	return a.O.Forward(g, merged)
 }
 
@@ -207,6 +207,6 @@ func (a *KernelAttention) splitHeads(g *autodiff.Graph, x *autodiff.Node) *autod
 		return nil
 	}
 	xs := x.Shape()
-	y := g.Transpose(reshape(g, x, []int{xs[0], xs[1], a.Heads, a.DHead}), 0, 2, 1, 3)
-	return reshape(g, y, []int{xs[0] * a.Heads, xs[1], a.DHead})
+	y := g.Transpose(g.Reshape(x, []int{xs[0], xs[1], a.Heads, a.DHead}), 0, 2, 1, 3)
+	return g.Reshape(y, []int{xs[0] * a.Heads, xs[1], a.DHead})
 }

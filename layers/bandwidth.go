@@ -175,7 +175,7 @@ func (b *bandwidth) width(g *autodiff.Graph, x, q, k, keyMask *autodiff.Node, ma
 	case BandwidthQuery:
 		h := g.AddConst(g.Softplus(b.query.Forward(g, x)), b.hmin) // [B, Tq, H]
 		h = g.Transpose(h, 0, 2, 1)
-		return Width{Node: reshape(g, h, []int{batch * b.heads, tq})}
+		return Width{Node: g.Reshape(h, []int{batch * b.heads, tq})}
 	case BandwidthKNN:
 		return KNNWidth(g, q, k, keyMask, b.cfg.k(), b.hmin, mask, b.heads)
 	}
@@ -184,8 +184,8 @@ func (b *bandwidth) width(g *autodiff.Graph, x, q, k, keyMask *autodiff.Node, ma
 
 // broadcastHeads turns per-head values h [H] into [B·H, Tq] with two outer products.
 func broadcastHeads(g *autodiff.Graph, h *autodiff.Node, batch, heads, tq int) *autodiff.Node {
-	bh := g.MatMul(g.ConstTensor([]int{batch, 1}, ones(batch)), reshape(g, h, []int{1, heads}))
-	return g.MatMul(reshape(g, bh, []int{batch * heads, 1}), g.ConstTensor([]int{1, tq}, ones(tq)))
+	bh := g.MatMul(g.ConstTensor([]int{batch, 1}, ones(batch)), g.Reshape(h, []int{1, heads}))
+	return g.MatMul(g.Reshape(bh, []int{batch * heads, 1}), g.ConstTensor([]int{1, tq}, ones(tq)))
 }
 
 func ones(n int) []float64 {
@@ -211,7 +211,7 @@ func KNNWidth(g *autodiff.Graph, q, k, keyMask *autodiff.Node, kth int, hmin flo
 	if heads <= 0 || qs[0]%heads != 0 {
 		return Width{Node: g.Fail(fmt.Errorf("knn bandwidth: %d heads do not divide %d rows", heads, qs[0]))}
 	}
-	d := reshape(g, g.PairwiseDist(q, k, false), []int{qs[0] / heads, heads, qs[1], ks[1]})
+	d := g.Reshape(g.PairwiseDist(q, k, false), []int{qs[0] / heads, heads, qs[1], ks[1]})
 	h := g.KthSmallest(d, keyMask, kth, mask)
-	return Width{Node: g.AddConst(reshape(g, h, []int{qs[0], qs[1]}), hmin)}
+	return Width{Node: g.AddConst(g.Reshape(h, []int{qs[0], qs[1]}), hmin)}
 }

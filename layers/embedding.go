@@ -60,5 +60,5 @@ func (e *Embedding) Forward(g *autodiff.Graph, ids *autodiff.Node) *autodiff.Nod
 		n *= d
 	}
 	out := g.Gather(g.Param(e.Weight), ids)
-	return reshape(g, out, append(shape, e.Dim))
+	return g.Reshape(out, append(shape, e.Dim))
 }

@@ -104,35 +104,3 @@ func ready(g *autodiff.Graph, layer, scope string, nodes ...*autodiff.Node) bool
 	}
 	return true
 }
-
-// reshape is g.Reshape that also converts between [n], [1, n] and [n, 1], which
-// autodiff's Reshape treats as one shape (gorgonia's Shape.Eq) and leaves unchanged.
-func reshape(g *autodiff.Graph, x *autodiff.Node, shape []int) *autodiff.Node {
-	if x == nil || g.Err() != nil {
-		return g.Reshape(x, shape)
-	}
-	if sameInts(x.Shape(), shape) {
-		return x
-	}
-	y := g.Reshape(x, shape)
-	if y != nil && !sameInts(y.Shape(), shape) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		y = g.Reshape(g.Reshape(x, []int{1, 1, n}), shape)
-	}
-	return y
-}
-
-func sameInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}

@@ -66,10 +66,10 @@ func (l *Linear) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
 	for _, d := range shape[:len(shape)-1] {
 		rows *= d
 	}
-	y := g.MatMul(reshape(g, x, []int{rows, l.In}), g.Transpose(g.Param(l.Weight), 1, 0))
+	y := g.MatMul(g.Reshape(x, []int{rows, l.In}), g.Transpose(g.Param(l.Weight), 1, 0))
 	if l.Bias != nil {
 		y = g.AddBias(y, g.Param(l.Bias))
 	}
 	out := append(shape[:len(shape)-1:len(shape)-1], l.Out)
-	return reshape(g, y, out)
+	return g.Reshape(y, out)
 }

@@ -68,6 +68,6 @@ func addPositionScores(g *autodiff.Graph, kern ContentKernel, s *autodiff.Node, 
 	if p != 1 && (p != heads || sh[0]%heads != 0) {
 		return g.Fail(fmt.Errorf("kernel %s: position scores %v for scores %v with %d heads", kern.Name(), size, sh, heads))
 	}
-	sum := g.AddBias(reshape(g, s, []int{sh[0] / p, size[0]}), ps)
-	return reshape(g, sum, sh)
+	sum := g.AddBias(g.Reshape(s, []int{sh[0] / p, size[0]}), ps)
+	return g.Reshape(sum, sh)
 }

@@ -117,9 +117,9 @@ func (m Mixture) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodi
 			return nil
 		}
 		shape = s.Shape()
-		parts[i] = reshape(g, s, append(shape, 1))
+		parts[i] = g.Reshape(s, append(shape, 1))
 	}
 	stacked := g.Concat(len(shape), parts...) // [N, Tq, Tk, L]
-	logw := reshape(g, g.LogSoftmax(reshape(g, g.Param(m.logits), []int{1, len(m.Kernels)}), nil), []int{len(m.Kernels)})
+	logw := g.Reshape(g.LogSoftmax(g.Reshape(g.Param(m.logits), []int{1, len(m.Kernels)}), nil), []int{len(m.Kernels)})
 	return g.LogSumExp(g.AddBias(stacked, logw))
 }

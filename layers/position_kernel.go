@@ -122,7 +122,7 @@ func (r RelativeBias) PositionScores(g *autodiff.Graph, tq, tk, offset int) *aut
 	}
 	heads := r.weight.Shape()[0]
 	sel := g.MatMul(g.Param(r.weight), g.ConstTensor([]int{width, tq * tk}, onehot)) // [heads, tq·tk]
-	return reshape(g, sel, []int{heads * tq * tk})
+	return g.Reshape(sel, []int{heads * tq * tk})
 }
 
 // constantKernel is K = 1 (log K = 0): the content part of a position-only kernel.

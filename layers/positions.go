@@ -60,14 +60,14 @@ func (p *LearnedPositions) Forward(g *autodiff.Graph, x *autodiff.Node, offset i
 		return fail(g, "positions", p.scope, "positions %d..%d outside the table's %d", offset, offset+xs[1]-1, p.MaxLen)
 	}
 	pos := g.Slice(g.Param(p.Weight), 0, offset, offset+xs[1])
-	return addPerPosition(g, x, reshape(g, pos, []int{xs[1] * xs[2]}))
+	return addPerPosition(g, x, g.Reshape(pos, []int{xs[1] * xs[2]}))
 }
 
 // addPerPosition adds pos [T·D] (row-major [T, D]) to every batch element of x [B, T, D].
 func addPerPosition(g *autodiff.Graph, x, pos *autodiff.Node) *autodiff.Node {
 	xs := x.Shape()
-	flat := g.AddBias(reshape(g, x, []int{xs[0], xs[1] * xs[2]}), pos)
-	return reshape(g, flat, xs)
+	flat := g.AddBias(g.Reshape(x, []int{xs[0], xs[1] * xs[2]}), pos)
+	return g.Reshape(flat, xs)
 }
 
 // Sinusoidal returns the fixed sinusoidal position encodings of Vaswani et al. for

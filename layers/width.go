@@ -45,7 +45,7 @@ func (w Width) divide(g *autodiff.Graph, x *autodiff.Node, pow int) *autodiff.No
 	if n == 1 {
 		if len(shape) == 0 {
 			shape = []int{1}
-			h = reshape(g, h, shape)
+			h = g.Reshape(h, shape)
 		}
 		return g.MulScalar(x, g.Div(g.ConstTensor(shape, ones), h))
 	}
