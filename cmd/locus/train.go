@@ -124,8 +124,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dir := *out
-	if dir == "" {
+	if dir == "" && *resume == "" {
 		dir = filepath.Join("runs", *taskName)
+	}
+	if *resume == "" {
+		if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
+			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
+		}
 	}
 	best, mode := "val_"+transformer.MetricLoss, "min"
 	loop := &train.Loop{
@@ -144,7 +149,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	fmt.Fprintf(stderr, "locus train: %s, %s %d×%d, %d heads, kernel %s, bandwidth %s, %d parameters -> %s\n",
-		*taskName, *arch, s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Kernel, s.cfg.Bandwidth, s.params.NumElements(), dir)
+		*taskName, *arch, s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Kernel, s.cfg.Bandwidth, s.params.NumElements(), loop.Dir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := loop.Run(ctx)

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locusml/locus/train"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestBadInputGetsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bogus"}, 2, `unknown command "bogus"`},
+		{[]string{"train", "-kernel", "foo"}, 2, `unknown kernel "foo"`},
+		{[]string{"train", "-steps", "-3"}, 2, "-steps must be > 0"},
+		{[]string{"train", "-task", "nope"}, 2, `unknown -task "nope"`},
+		{[]string{"train", "-bandwidth", "wide"}, 2, `unknown bandwidth "wide"`},
+		{[]string{"eval"}, 2, "missing -ckpt"},
+		{[]string{"eval", "-ckpt", filepath.Join(dir, "missing")}, 1, "no such file"},
+		{[]string{"export", "-ckpt", dir}, 2, "missing -out"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		last := lines[len(lines)-1]
+		if code != tc.code || !strings.Contains(last, tc.want) {
+			t.Errorf("%v: exit %d, last line %q; want exit %d and %q", tc.args, code, last, tc.code, tc.want)
+		}
+		if strings.Contains(stderr, "goroutine") {
+			t.Errorf("%v: panic trace in output:\n%s", tc.args, stderr)
+		}
+	}
+}
+
+// TestTrainEvalExportInspect runs the CLI end to end on a tiny model.
+func TestTrainEvalExportInspect(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	small := []string{"-task", "reverse", "-seqlen", "6", "-layers", "1", "-dmodel", "16", "-heads", "2", "-dff", "32", "-batch", "16", "-eval-every", "10", "-eval-n", "50", "-out", dir}
+	code, stdout, stderr := runCLI(t, append([]string{"train", "-steps", "20"}, small...)...)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "checkpoint: ") {
+		t.Fatalf("train output lacks the checkpoint line:\n%s", stdout)
+	}
+	// Training again into the same directory without -resume is refused.
+	if code, _, stderr := runCLI(t, append([]string{"train", "-steps", "20"}, small...)...); code != 2 || !strings.Contains(stderr, "-resume") {
+		t.Fatalf("second train into %s: exit %d, %q", dir, code, stderr)
+	}
+	// Resume continues to 30 steps.
+	if code, _, stderr := runCLI(t, append([]string{"train", "-steps", "30", "-resume", dir}, small[:len(small)-2]...)...); code != 0 {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	ck, err := train.LoadCheckpoint(dir)
+	if err != nil || ck.Step != 30 {
+		t.Fatalf("after resume: step %v, err %v", ck, err)
+	}
+
+	code, stdout, stderr = runCLI(t, "eval", "-ckpt", dir, "-n", "50", "-json")
+	if code != 0 {
+		t.Fatalf("eval: exit %d\n%s", code, stderr)
+	}
+	var met map[string]float64
+	if err := json.Unmarshal([]byte(stdout), &met); err != nil {
+		t.Fatalf("eval -json output %q: %v", stdout, err)
+	}
+	for _, k := range []string{"loss", "token_acc", "seq_acc"} {
+		if _, ok := met[k]; !ok {
+			t.Errorf("eval -json lacks %q: %v", k, met)
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "model.safetensors")
+	if code, _, stderr := runCLI(t, "export", "-ckpt", dir, "-out", out); code != 0 {
+		t.Fatalf("export: exit %d\n%s", code, stderr)
+	}
+	tensors, _, err := train.ReadSafetensors(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tok_emb.weight", "pos_emb.weight", "blocks.0.attn.q.weight", "ln_f.weight", "head.weight", "head.bias"} {
+		if _, ok := tensors[name]; !ok {
+			t.Errorf("export lacks %s", name)
+		}
+	}
+	if s := tensors["blocks.0.attn.q.weight"].Shape(); s[0] != 16 || s[1] != 16 {
+		t.Errorf("q weight shape %v", s)
+	}
+	if s := tensors["head.weight"].Shape(); s[0] != 10 || s[1] != 16 {
+		t.Errorf("head weight shape %v, want [10 16] ([out, in])", s)
+	}
+
+	png := filepath.Join(t.TempDir(), "loss.png")
+	code, stdout, stderr = runCLI(t, "inspect", "-ckpt", dir, "-plot", png)
+	if code != 0 || !strings.Contains(stdout, "blocks.0.ffn.fc1.weight") {
+		t.Fatalf("inspect: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, err := os.ReadFile(png); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("inspect -plot: %v", err)
+	}
+
+	// A corrupted checkpoint is reported with the file's name.
+	if err := os.WriteFile(filepath.Join(ck.Dir, train.ModelFile), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = runCLI(t, "eval", "-ckpt", ck.Dir)
+	if code != 1 || !strings.Contains(stderr, train.ModelFile) {
+		t.Fatalf("eval of a corrupted checkpoint: exit %d, %q", code, stderr)
+	}
+}
