@@ -341,27 +341,47 @@ func Uniform(lo, hi float64) Init {
 
 // XavierUniform (Glorot) draws from U(±sqrt(6/(fanIn+fanOut))).
 func XavierUniform(fanIn, fanOut int) Init {
-	a := math.Sqrt(6 / float64(fanIn+fanOut))
-	return Uniform(-a, a)
+	return withFans("xavier uniform", fanIn, fanOut, func() Init {
+		a := math.Sqrt(6 / float64(fanIn+fanOut))
+		return Uniform(-a, a)
+	})
 }
 
 // XavierNormal (Glorot) draws from N(0, 2/(fanIn+fanOut)).
 func XavierNormal(fanIn, fanOut int) Init {
-	return Normal(0, math.Sqrt(2/float64(fanIn+fanOut)))
+	return withFans("xavier normal", fanIn, fanOut, func() Init {
+		return Normal(0, math.Sqrt(2/float64(fanIn+fanOut)))
+	})
 }
 
 // KaimingUniform (He, ReLU gain) draws from U(±sqrt(6/fanIn)).
 func KaimingUniform(fanIn int) Init {
-	a := math.Sqrt(6 / float64(fanIn))
-	return Uniform(-a, a)
+	return withFans("kaiming uniform", fanIn, 1, func() Init {
+		a := math.Sqrt(6 / float64(fanIn))
+		return Uniform(-a, a)
+	})
 }
 
 // KaimingNormal (He, ReLU gain) draws from N(0, 2/fanIn).
-func KaimingNormal(fanIn int) Init { return Normal(0, math.Sqrt(2/float64(fanIn))) }
+func KaimingNormal(fanIn int) Init {
+	return withFans("kaiming normal", fanIn, 1, func() Init { return Normal(0, math.Sqrt(2/float64(fanIn))) })
+}
 
 // TorchLinear is PyTorch's default nn.Linear initialisation for both weight and bias:
 // U(±1/sqrt(fanIn)).
 func TorchLinear(fanIn int) Init {
-	a := 1 / math.Sqrt(float64(fanIn))
-	return Uniform(-a, a)
+	return withFans("torch linear", fanIn, 1, func() Init {
+		a := 1 / math.Sqrt(float64(fanIn))
+		return Uniform(-a, a)
+	})
+}
+
+// withFans returns make() if the fans are positive, else an initialiser that fails.
+func withFans(name string, fanIn, fanOut int, make func() Init) Init {
+	if fanIn <= 0 || fanOut <= 0 {
+		return initFunc(func([]float64, []int, *rand.Rand) error {
+			return fmt.Errorf("%s init: fans %d, %d must be positive", name, fanIn, fanOut)
+		})
+	}
+	return make()
 }
