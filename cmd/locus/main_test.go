@@ -122,3 +122,55 @@ func TestTrainEvalExportInspect(t *testing.T) {
 		t.Fatalf("eval of a corrupted checkpoint: exit %d, %q", code, stderr)
 	}
 }
+
+// TestEveryTaskTrains runs a few steps of every toy task, encoder and causal LM.
+func TestEveryTaskTrains(t *testing.T) {
+	for _, task := range []string{"copy", "reverse", "sort", "addition", "modular", "parity", "recall", "dyck1", "dyck2"} {
+		for _, arch := range []string{"encoder", "lm"} {
+			dir := filepath.Join(t.TempDir(), task+arch)
+			code, _, stderr := runCLI(t, "train", "-task", task, "-arch", arch, "-steps", "2", "-layers", "1", "-dmodel", "8",
+				"-heads", "2", "-dff", "16", "-batch", "4", "-eval-n", "8", "-out", dir)
+			if code != 0 {
+				t.Errorf("%s %s: exit %d\n%s", task, arch, code, stderr)
+			}
+		}
+	}
+}
+
+func TestMethodsCSV(t *testing.T) {
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "points.csv")
+	if err := os.WriteFile(pts, []byte("x,y\n0,0\n0.1,0\n0,0.1\n5,5\n5.1,5\n5,5.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "meanshift", "-in", pts, "-bandwidth", "1")
+	if code != 0 {
+		t.Fatalf("meanshift: exit %d\n%s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 7 || lines[0] != "x,y,cluster" {
+		t.Fatalf("meanshift output:\n%s", stdout)
+	}
+	first, last := lines[1][strings.LastIndex(lines[1], ",")+1:], lines[6][strings.LastIndex(lines[6], ",")+1:]
+	if first == last || lines[2][len(lines[2])-1:] != first || lines[5][len(lines[5])-1:] != last {
+		t.Errorf("meanshift labels do not split the two blobs:\n%s", stdout)
+	}
+	if code, stdout, stderr := runCLI(t, "nw", "-in", pts, "-bandwidth", "0.5"); code != 0 || len(strings.Split(strings.TrimSpace(stdout), "\n")) != 6 {
+		t.Fatalf("nw: exit %d\n%s%s", code, stdout, stderr)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	for _, tc := range []struct{ text, want string }{
+		{"1,2\n3,abc\n", `line 2: column 2: "abc" is not a number`},
+		{"1,2\n3,4,5\n", "line 2: has 3 columns, expected 2"},
+	} {
+		if err := os.WriteFile(bad, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, cmd := range []string{"meanshift", "nw"} {
+			code, _, stderr := runCLI(t, cmd, "-in", bad)
+			if code != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "bad.csv") {
+				t.Errorf("%s on %q: exit %d, %q; want %q", cmd, tc.text, code, stderr, tc.want)
+			}
+		}
+	}
+}
