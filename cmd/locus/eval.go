@@ -155,7 +155,11 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if len(ids) == 0 {
 		return usageErrorf("-prompt must not be empty")
 	}
-	gen, err := transformer.Generate(s.run, s.cfg, ids, *n, smp, -1, rand.New(rand.NewPCG(*seed, 0)))
+	dec, err := transformer.NewGenerator(s.model)
+	if err != nil {
+		return err
+	}
+	gen, err := dec.Generate(nil, ids, *n, smp, -1, rand.New(rand.NewPCG(*seed, 0)))
 	if err != nil {
 		return err
 	}

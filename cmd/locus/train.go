@@ -27,7 +27,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("train", "[flags]", stderr)
 	taskName := fs.String("task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+") or charlm")
 	modelName := fs.String("model", "transformer", "model: transformer")
-	arch := fs.String("arch", "", "encoder or lm (default: encoder for toy tasks, lm for charlm)")
+	arch := fs.String("arch", "", "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
 	kernel := fs.String("kernel", "exponential", "attention kernel: "+strings.Join(layers.KernelNames(), ", "))
 	bandwidth := fs.String("bandwidth", "fixed", "bandwidth mode: "+strings.Join(transformer.BandwidthNames(), ", "))
 	positions := fs.String("positions", "learned", "positions: learned, sinusoidal or rotary")
@@ -98,7 +98,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := s.loadData(); err != nil {
 		return err
 	}
-	s.cfg = transformer.DefaultConfig(*arch, s.vocab(), s.seqLen())
+	vocab := s.vocab()
+	if *arch == "encdec" {
+		vocab++ // the decoder's start token, id s.task.Vocab()
+	}
+	s.cfg = transformer.DefaultConfig(*arch, vocab, s.seqLen())
 	s.cfg.Kernel, s.cfg.Bandwidth, s.cfg.Positions = *kernel, *bandwidth, *positions
 	s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Hidden = *nLayers, *dModel, *heads, *dff
 	s.cfg.PostLN, s.cfg.Dropout = *postLN, *dropout
@@ -132,9 +136,13 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
 		}
 	}
+	var loopData train.Data = &transformer.StreamData{Stream: stream, Tokens: s.corpus != nil}
+	if s.cfg.Arch == "encdec" {
+		loopData = &transformer.EncDecData{Stream: stream, BOS: s.task.Vocab()}
+	}
 	best, mode := "val_"+transformer.MetricLoss, "min"
 	loop := &train.Loop{
-		Model: s.run, Optimizer: opt, Data: &transformer.StreamData{Stream: stream, Tokens: s.corpus != nil},
+		Model: s.run, Optimizer: opt, Data: loopData,
 		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(*evalN, *seed+2) },
 		Steps: *steps, EvalEvery: *evalEvery, CheckpointEvery: *evalEvery,
 		Dir: dir, KeepLast: *keep, Best: best, BestMode: mode,

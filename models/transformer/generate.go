@@ -12,42 +12,43 @@ import (
 // choosing each token with s and stopping early after the token stop (if stop >= 0).
 // The context is the last cfg.MaxLen tokens. It returns the generated tokens only.
 //
-// Decoding recomputes the whole context at every step (no key/value cache).
+// Decoding recomputes the whole context at every step (no key/value cache); Generator
+// decodes the same tokens with a cache.
 func Generate(m *autodiff.Model, cfg Config, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
 	if cfg.Arch != "lm" {
 		return nil, fmt.Errorf("generate: arch %q is not a causal LM", cfg.Arch)
 	}
-	if err := s.Validate(); err != nil {
-		return nil, fmt.Errorf("generate: %w", err)
+	return generate(m, cfg, nil, prompt, n, s, stop, rng)
+}
+
+// GenerateFromSource is Generate for an encoder–decoder (cfg.Arch "encdec"): it
+// continues the decoder's prompt (usually just a start token) for the source sequence
+// src, recomputing the encoder and the whole decoder context at every step.
+func GenerateFromSource(m *autodiff.Model, cfg Config, src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
+	if cfg.Arch != "encdec" {
+		return nil, fmt.Errorf("generate: arch %q is not an encoder–decoder", cfg.Arch)
 	}
-	if len(prompt) == 0 {
-		return nil, fmt.Errorf("generate: empty prompt")
-	}
-	for i, id := range prompt {
-		if id < 0 || id >= cfg.Vocab {
-			return nil, fmt.Errorf("generate: prompt token %d at position %d is outside the vocabulary of %d", id, i, cfg.Vocab)
-		}
+	return generate(m, cfg, src, prompt, n, s, stop, rng)
+}
+
+func generate(m *autodiff.Model, cfg Config, src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
+	if err := checkGenerate(cfg, src, prompt, s); err != nil {
+		return nil, err
 	}
 	seq := append([]int(nil), prompt...)
 	var out []int
 	row := make([]float64, cfg.Vocab)
 	for range n {
 		ctx := seq[max(0, len(seq)-cfg.MaxLen):]
-		ids := tensor.New(tensor.WithShape(1, len(ctx)), tensor.WithBacking(append([]int(nil), ctx...)))
-		res, err := m.Forward(map[string]*tensor.Dense{InputIDs: ids})
+		in := map[string]*tensor.Dense{InputIDs: idsTensor(ctx)}
+		if src != nil {
+			in[InputSource] = idsTensor(src)
+		}
+		res, err := m.Forward(in)
 		if err != nil {
 			return nil, fmt.Errorf("generate: %w", err)
 		}
-		logits := res.Values[OutputLogits]
-		last := (len(ctx) - 1) * cfg.Vocab
-		switch d := logits.Data().(type) {
-		case []float32:
-			for j := range row {
-				row[j] = float64(d[last+j])
-			}
-		case []float64:
-			copy(row, d[last:last+cfg.Vocab])
-		}
+		logitsRow(row, res.Values[OutputLogits], len(ctx)-1)
 		next := s.Pick(row, rng)
 		out = append(out, next)
 		seq = append(seq, next)

@@ -12,14 +12,15 @@ import (
 // Config describes a Transformer. It is saved in checkpoints as JSON, so every field is
 // a plain value and names are strings.
 type Config struct {
-	// Arch is "encoder" (bidirectional, one prediction per input position) or "lm"
-	// (decoder-only causal language model).
+	// Arch is "encoder" (bidirectional, one prediction per input position), "lm"
+	// (decoder-only causal language model) or "encdec" (an encoder over a source
+	// sequence and a causal decoder that cross-attends to it).
 	Arch   string `json:"arch"`
 	Vocab  int    `json:"vocab"`
-	MaxLen int    `json:"max_len"` // longest sequence (the learned position table's size)
+	MaxLen int    `json:"max_len"` // longest sequence, source or target (the learned position table's size)
 	Dim    int    `json:"dim"`
 	Heads  int    `json:"heads"`
-	Layers int    `json:"layers"`
+	Layers int    `json:"layers"` // blocks; for encdec, in the encoder and in the decoder each
 	Hidden int    `json:"hidden"` // feed-forward width d_ff; 0 means 4·Dim
 	// Kernel is a content kernel name (exponential, gaussian, laplacian, cauchy,
 	// epanechnikov); exponential with the fixed bandwidth √d_head is the standard
@@ -46,7 +47,7 @@ func DefaultConfig(arch string, vocab, maxLen int) Config {
 // Standard reports whether the configuration is the standard Transformer whose weights
 // load into PyTorch's reference LM.
 func (c Config) Standard() bool {
-	return c.Kernel == "exponential" && c.Bandwidth == "fixed" && c.Positions == "learned" &&
+	return c.Arch != "encdec" && c.Kernel == "exponential" && c.Bandwidth == "fixed" && c.Positions == "learned" &&
 		!c.PostLN && !c.Tied && c.Activation == "gelu_tanh"
 }
 
@@ -65,8 +66,8 @@ func BandwidthNames() []string { return []string{"fixed", "layer", "head", "quer
 // Validate reports the first invalid field, naming it.
 func (c Config) Validate() error {
 	switch {
-	case c.Arch != "encoder" && c.Arch != "lm":
-		return fmt.Errorf("transformer: arch %q, want encoder or lm", c.Arch)
+	case c.Arch != "encoder" && c.Arch != "lm" && c.Arch != "encdec":
+		return fmt.Errorf("transformer: arch %q, want encoder, lm or encdec", c.Arch)
 	case c.Vocab <= 0:
 		return fmt.Errorf("transformer: vocab %d, want > 0", c.Vocab)
 	case c.MaxLen <= 0:
@@ -117,14 +118,23 @@ func (c Config) kernel() (layers.ContentKernel, error) {
 // final LayerNorm and the output head. Its parameter names are those of PyTorch's
 // reference LM (tok_emb.weight, pos_emb.weight, blocks.0.ln1.weight, ..., ln_f.weight,
 // head.weight, head.bias).
+//
+// An encoder–decoder (Arch "encdec") shares tok_emb and pos_emb between its two halves;
+// its encoder is enc.blocks.N (bidirectional Blocks) and enc.ln_f, its decoder
+// dec.blocks.N (DecoderBlocks: causal self-attention, cross-attention over the encoder
+// output, feed-forward), then ln_f and head.
 type Model struct {
 	Config Config
 	Params *autodiff.Params
 	TokEmb *layers.Embedding
 	PosEmb *layers.LearnedPositions // nil unless Positions is "learned"
-	Blocks []*layers.Block
+	Blocks []*layers.Block          // encoder or lm; nil for encdec
 	LNF    *layers.LayerNorm
 	Head   *layers.Linear // nil when Tied
+
+	EncBlocks []*layers.Block   // encdec: the encoder's bidirectional blocks
+	EncLNF    *layers.LayerNorm // encdec: the encoder's final norm
+	DecBlocks []*DecoderBlock   // encdec: the decoder's blocks
 }
 
 // New creates the model's parameters in ps.
@@ -148,21 +158,30 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 			return nil, err
 		}
 	}
-	for i := range cfg.Layers {
-		b, err := layers.NewBlock(root.Subf("blocks.%d", i), layers.BlockConfig{
+	blockCfg := func(causal bool) layers.BlockConfig {
+		return layers.BlockConfig{
 			Dim: cfg.Dim, Heads: cfg.Heads, Hidden: cfg.Hidden, Activation: activations[cfg.Activation],
 			PostLN: cfg.PostLN, Dropout: cfg.Dropout, Init: init,
 			Attention: layers.AttentionConfig{
 				Kernel:    kern,
 				Bandwidth: layers.BandwidthConfig{Mode: bandwidthModes[cfg.Bandwidth]},
-				Causal:    cfg.Arch == "lm",
+				Causal:    causal,
 				Rotary:    cfg.Positions == "rotary",
 			},
-		})
-		if err != nil {
+		}
+	}
+	if cfg.Arch == "encdec" {
+		if err := m.newEncDec(root, blockCfg); err != nil {
 			return nil, err
 		}
-		m.Blocks = append(m.Blocks, b)
+	} else {
+		for i := range cfg.Layers {
+			b, err := layers.NewBlock(root.Subf("blocks.%d", i), blockCfg(cfg.Arch == "lm"))
+			if err != nil {
+				return nil, err
+			}
+			m.Blocks = append(m.Blocks, b)
+		}
 	}
 	if m.LNF, err = layers.NewLayerNorm(root.Sub("ln_f"), layers.NormConfig{Dim: cfg.Dim}); err != nil {
 		return nil, err
@@ -213,6 +232,9 @@ func (m *Model) Logits(g *autodiff.Graph, ids *autodiff.Node) *autodiff.Node {
 	if s := ids.Shape(); len(s) != 2 || s[1] > m.Config.MaxLen {
 		return g.Fail(fmt.Errorf("transformer: ids %v, want [B, T] with T <= %d", s, m.Config.MaxLen))
 	}
+	if m.Config.Arch == "encdec" {
+		return g.Fail(fmt.Errorf("transformer: an encdec model needs a source: use EncDecLogits"))
+	}
 	x := m.embed(g, ids, 0)
 	for _, b := range m.Blocks {
 		x = b.Forward(g, x)
@@ -222,16 +244,23 @@ func (m *Model) Logits(g *autodiff.Graph, ids *autodiff.Node) *autodiff.Node {
 
 // Input and output names of Builder's graphs.
 const (
-	InputIDs     = "ids"     // [B, T] int token ids
+	InputIDs     = "ids"     // [B, T] int token ids (for encdec, the decoder's inputs)
 	InputTargets = "targets" // [B·T] int targets, datasets.IgnoreIndex where not scored
+	InputSource  = "src"     // [B, Ts] int source ids (encdec only)
 	OutputLogits = "logits"  // [B·T, Vocab]
 )
 
-// Builder returns the training/evaluation graph: logits for InputIDs and, when
+// Builder returns the training/evaluation graph: logits for InputIDs (and InputSource
+// for an encdec model, whose decoder reads InputIDs with teacher forcing) and, when
 // InputTargets is given, the mean cross-entropy over scored positions as the loss.
 func (m *Model) Builder() autodiff.Builder {
 	return func(g *autodiff.Graph) (autodiff.Outputs, error) {
-		logits := m.Logits(g, g.Input(InputIDs))
+		var logits *autodiff.Node
+		if m.Config.Arch == "encdec" {
+			logits = m.EncDecLogits(g, g.Input(InputSource), g.Input(InputIDs))
+		} else {
+			logits = m.Logits(g, g.Input(InputIDs))
+		}
 		out := autodiff.Outputs{Values: map[string]*autodiff.Node{OutputLogits: logits}}
 		if g.HasInput(InputTargets) {
 			out.Loss = g.CrossEntropy(logits, g.Input(InputTargets), datasets.IgnoreIndex)
@@ -243,10 +272,19 @@ func (m *Model) Builder() autodiff.Builder {
 // Bandwidths returns every attention layer's current bandwidths, by parameter scope.
 func (m *Model) Bandwidths() map[string][]float64 {
 	out := map[string][]float64{}
-	for _, b := range m.Blocks {
-		for k, v := range b.Bandwidths() {
+	add := func(bw map[string][]float64) {
+		for k, v := range bw {
 			out[k] = v
 		}
+	}
+	for _, b := range m.Blocks {
+		add(b.Bandwidths())
+	}
+	for _, b := range m.EncBlocks {
+		add(b.Bandwidths())
+	}
+	for _, b := range m.DecBlocks {
+		add(b.Bandwidths())
 	}
 	return out
 }

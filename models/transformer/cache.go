@@ -1,0 +1,250 @@
+package transformer
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/locusml/locus/autodiff"
+	"gorgonia.org/tensor"
+)
+
+// CacheKeys and CacheValues name the key/value cache of layer l's self-attention in
+// StepBuilder's graphs: per-head keys and values [B·Heads, Tc, DHead] of the Tc earlier
+// positions as inputs, and of all Tc+Tn positions as outputs.
+func CacheKeys(l int) string { return fmt.Sprintf("cache.k.%d", l) }
+
+// CacheValues names layer l's cached self-attention values (see CacheKeys).
+func CacheValues(l int) string { return fmt.Sprintf("cache.v.%d", l) }
+
+// CrossKeys and CrossValues name the keys and values [B·Heads, Ts, DHead] of the encoder
+// output for decoder layer l's cross-attention (encdec): outputs of EncoderBuilder's
+// graph, inputs of StepBuilder's.
+func CrossKeys(l int) string { return fmt.Sprintf("cross.k.%d", l) }
+
+// CrossValues names layer l's cross-attention values (see CrossKeys).
+func CrossValues(l int) string { return fmt.Sprintf("cross.v.%d", l) }
+
+// StepBuilder returns the decode-step graph of a causal LM or of an encdec model's
+// decoder. Inputs: InputIDs [B, Tn], the new tokens, at positions Tc..Tc+Tn−1, where Tc
+// is the length of the optional cache inputs CacheKeys(l) and CacheValues(l) (none when
+// Tc = 0, the prompt's first step); for encdec also CrossKeys(l) and CrossValues(l) from
+// EncoderBuilder. Outputs: OutputLogits [B, Vocab], the logits after the last new token,
+// and CacheKeys(l), CacheValues(l) over all Tc+Tn positions, the next step's cache.
+//
+// autodiff compiles one graph per input signature, so each cache length compiles once
+// and is reused afterwards.
+func (m *Model) StepBuilder() autodiff.Builder {
+	return func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		cfg := m.Config
+		if cfg.Arch != "lm" && cfg.Arch != "encdec" {
+			return autodiff.Outputs{}, fmt.Errorf("transformer: decode step: arch %q does not decode", cfg.Arch)
+		}
+		ids := g.Input(InputIDs)
+		if g.Err() != nil {
+			return autodiff.Outputs{}, g.Err()
+		}
+		offset := 0
+		if g.HasInput(CacheKeys(0)) {
+			if s := g.Input(CacheKeys(0)).Shape(); len(s) == 3 {
+				offset = s[1]
+			}
+		}
+		if s := ids.Shape(); len(s) != 2 || offset+s[1] > cfg.MaxLen {
+			return autodiff.Outputs{}, fmt.Errorf("transformer: decode step: ids %v after %d cached positions, want [B, Tn] with at most %d positions in all", s, offset, cfg.MaxLen)
+		}
+		cache := func(l int) (k, v *autodiff.Node) {
+			if offset == 0 {
+				return nil, nil
+			}
+			return g.Input(CacheKeys(l)), g.Input(CacheValues(l))
+		}
+		out := autodiff.Outputs{Values: map[string]*autodiff.Node{}}
+		x := m.embed(g, ids, offset)
+		var k, v *autodiff.Node
+		if cfg.Arch == "encdec" {
+			for l, b := range m.DecBlocks {
+				ck, cv := cache(l)
+				x, k, v = b.Step(g, x, ck, cv, g.Input(CrossKeys(l)), g.Input(CrossValues(l)), offset)
+				out.Values[CacheKeys(l)], out.Values[CacheValues(l)] = k, v
+			}
+		} else {
+			for l, b := range m.Blocks {
+				ck, cv := cache(l)
+				x, k, v = blockStep(g, b, x, ck, cv, offset)
+				out.Values[CacheKeys(l)], out.Values[CacheValues(l)] = k, v
+			}
+		}
+		if g.Err() != nil {
+			return autodiff.Outputs{}, g.Err()
+		}
+		tn := ids.Shape()[1]
+		out.Values[OutputLogits] = m.head(g, g.Slice(x, 1, tn-1, tn))
+		return out, g.Err()
+	}
+}
+
+// EncoderBuilder returns the graph that encodes InputSource [B, Ts] once per generation
+// for an encdec model: its outputs are each decoder layer's cross-attention keys and
+// values, CrossKeys(l) and CrossValues(l).
+func (m *Model) EncoderBuilder() autodiff.Builder {
+	return func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		mem := m.Encode(g, g.Input(InputSource))
+		out := autodiff.Outputs{Values: map[string]*autodiff.Node{}}
+		for l, b := range m.DecBlocks {
+			out.Values[CrossKeys(l)], out.Values[CrossValues(l)] = b.XAttn.KeysValues(g, mem, 0)
+		}
+		return out, g.Err()
+	}
+}
+
+// Generator decodes from a causal LM or an encdec model with a key/value cache: each
+// step runs the model on the new token only, attending over the cached keys and values
+// of the earlier ones. It keeps its compiled graphs, so reuse one Generator for many
+// generations. It is not safe for concurrent use.
+type Generator struct {
+	model *Model
+	step  *autodiff.Model
+	enc   *autodiff.Model // encdec only
+}
+
+// NewGenerator returns a cached decoder over m's parameters (shared, not copied: it sees
+// later training).
+func NewGenerator(m *Model) (*Generator, error) {
+	if m.Config.Arch != "lm" && m.Config.Arch != "encdec" {
+		return nil, fmt.Errorf("generate: arch %q does not decode", m.Config.Arch)
+	}
+	gen := &Generator{model: m, step: autodiff.NewModel(m.Params, m.StepBuilder(), 0)}
+	if m.Config.Arch == "encdec" {
+		gen.enc = autodiff.NewModel(m.Params, m.EncoderBuilder(), 0)
+	}
+	return gen, nil
+}
+
+// Generate continues prompt by up to n tokens, choosing each with s and stopping after the
+// token stop (if stop >= 0); src is the source sequence of an encdec model (nil for an
+// LM), whose prompt is usually just its start token. It returns the generated tokens
+// only, the same tokens as the uncached Generate and GenerateFromSource up to float
+// round-off in the logits.
+//
+// The context is the last MaxLen tokens, as in Generate: while the sequence fits, each
+// step feeds one token; once it is longer, positions shift at every step, so each step
+// recomputes the window of the last MaxLen tokens.
+func (gen *Generator) Generate(src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
+	cfg := gen.model.Config
+	if err := checkGenerate(cfg, src, prompt, s); err != nil {
+		return nil, err
+	}
+	fixed := map[string]*tensor.Dense{}
+	if cfg.Arch == "encdec" {
+		res, err := gen.enc.Forward(map[string]*tensor.Dense{InputSource: idsTensor(src)})
+		if err != nil {
+			return nil, fmt.Errorf("generate: encode: %w", err)
+		}
+		for name, t := range res.Values {
+			fixed[name] = t.Clone().(*tensor.Dense)
+		}
+	}
+	seq := append([]int(nil), prompt...)
+	pending := seq // tokens not yet in the cache
+	cached := 0
+	var cache map[string]*tensor.Dense
+	var out []int
+	row := make([]float64, cfg.Vocab)
+	for range n {
+		if cached+len(pending) > cfg.MaxLen {
+			cache, cached = nil, 0
+			pending = seq[len(seq)-cfg.MaxLen:]
+		}
+		in := map[string]*tensor.Dense{InputIDs: idsTensor(pending)}
+		for name, t := range fixed {
+			in[name] = t
+		}
+		for name, t := range cache {
+			in[name] = t
+		}
+		res, err := gen.step.Forward(in)
+		if err != nil {
+			return nil, fmt.Errorf("generate: %w", err)
+		}
+		cache = map[string]*tensor.Dense{}
+		for name, t := range res.Values {
+			if name != OutputLogits {
+				cache[name] = t.Clone().(*tensor.Dense)
+			}
+		}
+		cached += len(pending)
+		logitsRow(row, res.Values[OutputLogits], 0)
+		next := s.Pick(row, rng)
+		out = append(out, next)
+		seq = append(seq, next)
+		pending = seq[len(seq)-1:]
+		if next == stop {
+			break
+		}
+	}
+	return out, nil
+}
+
+// GenerateCached is NewGenerator(m) followed by Generate(nil, prompt, ...) for a causal
+// LM. It compiles the step graphs anew at every call: keep a Generator to reuse them.
+func GenerateCached(m *Model, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
+	gen, err := NewGenerator(m)
+	if err != nil {
+		return nil, err
+	}
+	return gen.Generate(nil, prompt, n, s, stop, rng)
+}
+
+// idsTensor returns ids as an int tensor [1, len(ids)].
+func idsTensor(ids []int) *tensor.Dense {
+	return tensor.New(tensor.WithShape(1, len(ids)), tensor.WithBacking(append([]int(nil), ids...)))
+}
+
+// logitsRow copies row r of logits [N, V] into row as float64.
+func logitsRow(row []float64, logits *tensor.Dense, r int) {
+	v := len(row)
+	switch d := logits.Data().(type) {
+	case []float32:
+		for j := range row {
+			row[j] = float64(d[r*v+j])
+		}
+	case []float64:
+		copy(row, d[r*v:(r+1)*v])
+	}
+}
+
+// checkGenerate validates the arguments of a generation.
+func checkGenerate(cfg Config, src, prompt []int, s Sampling) error {
+	if err := s.Validate(); err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	if len(prompt) == 0 {
+		return fmt.Errorf("generate: empty prompt")
+	}
+	if err := checkTokens(cfg, "prompt", prompt); err != nil {
+		return err
+	}
+	switch cfg.Arch {
+	case "lm":
+		if src != nil {
+			return fmt.Errorf("generate: a source sequence was given to a causal LM")
+		}
+	case "encdec":
+		if len(src) == 0 || len(src) > cfg.MaxLen {
+			return fmt.Errorf("generate: source of %d tokens, want 1..%d", len(src), cfg.MaxLen)
+		}
+		return checkTokens(cfg, "source", src)
+	default:
+		return fmt.Errorf("generate: arch %q does not decode", cfg.Arch)
+	}
+	return nil
+}
+
+func checkTokens(cfg Config, what string, ids []int) error {
+	for i, id := range ids {
+		if id < 0 || id >= cfg.Vocab {
+			return fmt.Errorf("generate: %s token %d at position %d is outside the vocabulary of %d", what, id, i, cfg.Vocab)
+		}
+	}
+	return nil
+}

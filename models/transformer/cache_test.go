@@ -1,0 +1,145 @@
+package transformer
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+// decodeCases are the samplings compared between cached and uncached decoding.
+var decodeCases = []struct {
+	name string
+	s    Sampling
+}{
+	{"greedy", Sampling{}},
+	{"temperature", Sampling{Temperature: 1}},
+	{"topk", Sampling{Temperature: 0.8, TopK: 3}},
+	{"topp", Sampling{Temperature: 1.2, TopP: 0.9}},
+}
+
+func newTestModel(t *testing.T, cfg Config) (*Model, *autodiff.Model) {
+	t.Helper()
+	ps, err := autodiff.NewParams(autodiff.Float64, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(cfg, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, autodiff.NewModel(ps, m.Builder(), 1)
+}
+
+// TestCachedGenerateMatches decodes with and without the key/value cache and requires the
+// same tokens, for each position type and a few kernels, greedy and seeded sampling. The
+// sequences run past MaxLen, so the sliding window is covered too.
+func TestCachedGenerateMatches(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mut  func(*Config)
+	}{
+		{"learned", nil},
+		{"sinusoidal", func(c *Config) { c.Positions = "sinusoidal" }},
+		{"rotary", func(c *Config) { c.Positions = "rotary" }},
+		{"gaussian_query_postln", func(c *Config) { c.Kernel, c.Bandwidth, c.PostLN = "gaussian", "query", true }},
+		{"laplacian_knn_rotary", func(c *Config) { c.Kernel, c.Bandwidth, c.Positions = "laplacian", "knn", "rotary" }},
+		{"head_bandwidth_tied", func(c *Config) { c.Bandwidth, c.Tied, c.Init = "head", true, "gpt" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig("lm", 7, 8)
+			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, "torch"
+			if tc.mut != nil {
+				tc.mut(&cfg)
+			}
+			m, am := newTestModel(t, cfg)
+			gen, err := NewGenerator(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prompt := []int{3, 1, 4}
+			for _, dc := range decodeCases {
+				want, err := Generate(am, cfg, prompt, 12, dc.s, -1, rand.New(rand.NewPCG(5, 6)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := gen.Generate(nil, prompt, 12, dc.s, -1, rand.New(rand.NewPCG(5, 6)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: cached %v, uncached %v", dc.name, got, want)
+				}
+				t.Logf("%s: %v", dc.name, got)
+			}
+		})
+	}
+}
+
+// TestCachedGenerateEncDec compares cached and uncached decoding of an encoder–decoder.
+func TestCachedGenerateEncDec(t *testing.T) {
+	for _, pos := range []string{"learned", "rotary"} {
+		t.Run(pos, func(t *testing.T) {
+			cfg := DefaultConfig("encdec", 7, 8)
+			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init, cfg.Positions = 16, 2, 2, 24, "torch", pos
+			m, am := newTestModel(t, cfg)
+			gen, err := NewGenerator(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src, prompt := []int{5, 2, 2, 0, 1}, []int{6}
+			for _, dc := range decodeCases {
+				want, err := GenerateFromSource(am, cfg, src, prompt, 10, dc.s, -1, rand.New(rand.NewPCG(1, 2)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := gen.Generate(src, prompt, 10, dc.s, -1, rand.New(rand.NewPCG(1, 2)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s: cached %v, uncached %v", dc.name, got, want)
+				}
+				t.Logf("%s: %v", dc.name, got)
+			}
+		})
+	}
+}
+
+// TestCachedGenerateStopAndErrors checks the stop token and argument errors.
+func TestCachedGenerateStopAndErrors(t *testing.T) {
+	cfg := DefaultConfig("lm", 7, 8)
+	cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden = 8, 2, 1, 16
+	m, _ := newTestModel(t, cfg)
+	gen, err := NewGenerator(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(0, 0))
+	all, err := gen.Generate(nil, []int{1}, 5, Sampling{}, -1, rng)
+	if err != nil || len(all) != 5 {
+		t.Fatalf("got %v, %v; want 5 tokens", all, err)
+	}
+	stopped, err := gen.Generate(nil, []int{1}, 5, Sampling{}, all[1], rng)
+	if err != nil || !slices.Equal(stopped, all[:slices.Index(all, all[1])+1]) {
+		t.Errorf("stop %d: got %v, %v; want the prefix of %v through the stop token", all[1], stopped, err, all)
+	}
+	for _, bad := range []struct {
+		src, prompt []int
+		s           Sampling
+	}{
+		{nil, nil, Sampling{}},
+		{nil, []int{7}, Sampling{}},
+		{[]int{1}, []int{1}, Sampling{}},
+		{nil, []int{1}, Sampling{TopP: 2}},
+	} {
+		if _, err := gen.Generate(bad.src, bad.prompt, 3, bad.s, -1, rng); err == nil {
+			t.Errorf("Generate(%v, %v, %+v) succeeded", bad.src, bad.prompt, bad.s)
+		}
+	}
+	enc, _ := newTestModel(t, DefaultConfig("encoder", 7, 8))
+	if _, err := NewGenerator(enc); err == nil {
+		t.Error("NewGenerator accepted an encoder")
+	}
+}

@@ -1,0 +1,152 @@
+package transformer
+
+import (
+	"fmt"
+
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/layers"
+)
+
+// DecoderBlock is the decoder block of an encoder–decoder Transformer: a causal
+// self-attention step, a cross-attention step (the local mean, under a learned kernel
+// between decoder queries and encoder keys, of the encoder's values: THEORY.md §5) and the
+// pointwise feed-forward map, each in a residual branch with its norm. Pre-LN:
+//
+//	x = x + SelfAttn(LN1(x));  x = x + XAttn(LNX(x), mem);  x = x + FFN(LN2(x))
+//
+// post-LN puts each norm after its residual sum. Its parameters, relative to its scope,
+// are ln1.*, attn.* (self-attention), ln_x.*, xattn.* (cross-attention), ln2.*, ffn.*.
+//
+// The cross-attention uses the block's kernel and bandwidth mode but no box kernel and no
+// rotary positions: decoder and encoder positions are not comparable.
+type DecoderBlock struct {
+	LN1, LNX, LN2 layers.Norm
+	Attn          *layers.KernelAttention // causal self-attention
+	XAttn         *layers.KernelAttention // cross-attention over the encoder output
+	FFN           *layers.FeedForward
+	PostLN        bool
+	Dropout       float64
+}
+
+// NewDecoderBlock creates the block's parameters under s. cfg.Attention configures the
+// self-attention, which is always causal.
+func NewDecoderBlock(s autodiff.Scope, cfg layers.BlockConfig) (*DecoderBlock, error) {
+	cfg.Attention.Causal = true
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("decoder block %q: %w", s.Name(), err)
+	}
+	self := cfg.Attention
+	self.Dim, self.Heads, self.Init = cfg.Dim, cfg.Heads, cfg.Init
+	cross := self
+	cross.Causal, cross.Window, cross.Hollow, cross.Rotary = false, 0, false, false
+	b := &DecoderBlock{PostLN: cfg.PostLN, Dropout: cfg.Dropout}
+	norm := layers.NormConfig{Dim: cfg.Dim, Eps: cfg.NormEps}
+	newNorm := func(name string) (layers.Norm, error) {
+		if cfg.RMSNorm {
+			return layers.NewRMSNorm(s.Sub(name), norm)
+		}
+		return layers.NewLayerNorm(s.Sub(name), norm)
+	}
+	var err error
+	if b.LN1, err = newNorm("ln1"); err != nil {
+		return nil, err
+	}
+	if b.Attn, err = layers.NewKernelAttention(s.Sub("attn"), self); err != nil {
+		return nil, err
+	}
+	if b.LNX, err = newNorm("ln_x"); err != nil {
+		return nil, err
+	}
+	if b.XAttn, err = layers.NewKernelAttention(s.Sub("xattn"), cross); err != nil {
+		return nil, err
+	}
+	if b.LN2, err = newNorm("ln2"); err != nil {
+		return nil, err
+	}
+	ffn := layers.FeedForwardConfig{Dim: cfg.Dim, Hidden: cfg.Hidden, Activation: cfg.Activation, Init: cfg.Init}
+	if b.FFN, err = layers.NewFeedForward(s.Sub("ffn"), ffn); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Forward maps decoder states x [B, T, Dim] to [B, T, Dim], attending over the encoder
+// output mem [B, Ts, Dim].
+func (b *DecoderBlock) Forward(g *autodiff.Graph, x, mem *autodiff.Node) *autodiff.Node {
+	if g.Err() != nil {
+		return nil
+	}
+	mk, mv := b.XAttn.KeysValues(g, mem, 0)
+	y, _, _ := b.Step(g, x, nil, nil, mk, mv, 0)
+	return y
+}
+
+// Step is Forward for incremental decoding. x [B, Tn, Dim] holds new tokens at positions
+// offset..offset+Tn−1; cacheK and cacheV are the self-attention's cached per-head keys
+// and values [B·Heads, offset, DHead] of the earlier positions (nil when offset is 0);
+// memK and memV are the cross-attention's keys and values of the encoder output (from
+// XAttn.KeysValues). It returns the new states and the self-attention's keys and values
+// of all offset+Tn positions, the cache for the next step.
+func (b *DecoderBlock) Step(g *autodiff.Graph, x, cacheK, cacheV, memK, memV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
+	self := func(h *autodiff.Node) *autodiff.Node {
+		k, v = selfKV(g, b.Attn, h, cacheK, cacheV, offset)
+		return b.Attn.AttendKV(g, h, k, v, layers.AttendOptions{Offset: offset})
+	}
+	cross := func(h *autodiff.Node) *autodiff.Node {
+		return b.XAttn.AttendKV(g, h, memK, memV, layers.AttendOptions{})
+	}
+	ffn := func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) }
+	y = residual(g, x, b.LN1, b.PostLN, b.Dropout, self)
+	y = residual(g, y, b.LNX, b.PostLN, b.Dropout, cross)
+	y = residual(g, y, b.LN2, b.PostLN, b.Dropout, ffn)
+	return y, k, v
+}
+
+// Bandwidths returns the bandwidths of both attention layers.
+func (b *DecoderBlock) Bandwidths() map[string][]float64 {
+	out := b.Attn.Bandwidths()
+	for k, v := range b.XAttn.Bandwidths() {
+		out[k] = v
+	}
+	return out
+}
+
+// selfKV returns the keys and values of h [B, Tn, Dim] at positions offset.. appended
+// (axis 1) to the cached ones, if any.
+func selfKV(g *autodiff.Graph, a *layers.KernelAttention, h, cacheK, cacheV *autodiff.Node, offset int) (k, v *autodiff.Node) {
+	k, v = a.KeysValues(g, h, offset)
+	if cacheK != nil {
+		k, v = g.Concat(1, cacheK, k), g.Concat(1, cacheV, v)
+	}
+	return k, v
+}
+
+// residual returns x + f(LN(x)) (pre-LN) or LN(x + f(x)) (post-LN), with dropout p on
+// the branch; it is layers.Block's residual step.
+func residual(g *autodiff.Graph, x *autodiff.Node, ln layers.Norm, postLN bool, p float64, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {
+	if g.Err() != nil {
+		return nil
+	}
+	drop := func(y *autodiff.Node) *autodiff.Node {
+		if p == 0 || y == nil {
+			return y
+		}
+		return g.Dropout(y, p)
+	}
+	if postLN {
+		return ln.Forward(g, g.Add(x, drop(f(x))))
+	}
+	return g.Add(x, drop(f(ln.Forward(g, x))))
+}
+
+// blockStep is layers.Block's Forward for incremental decoding (see DecoderBlock.Step).
+func blockStep(g *autodiff.Graph, b *layers.Block, x, cacheK, cacheV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
+	self := func(h *autodiff.Node) *autodiff.Node {
+		k, v = selfKV(g, b.Attn, h, cacheK, cacheV, offset)
+		return b.Attn.AttendKV(g, h, k, v, layers.AttendOptions{Offset: offset})
+	}
+	ffn := func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) }
+	y = residual(g, x, b.LN1, b.PostLN, b.Dropout, self)
+	y = residual(g, y, b.LN2, b.PostLN, b.Dropout, ffn)
+	return y, k, v
+}
