@@ -2,6 +2,7 @@ package autodiff
 
 import (
 	"fmt"
+	"github.com/locusml/locus/autodiff/internal/vmath"
 	"math"
 
 	"gorgonia.org/tensor"
@@ -38,17 +39,22 @@ func (g *Graph) GELU(x *Node, approx GELUApprox) *Node {
 	if approx != GELUExact && approx != GELUTanh {
 		return g.failf("GELU: unknown approximation %v", approx)
 	}
-	return g.applyFused(geluKernel{approx: approx}, x)
+	return g.applyFused(&geluKernel{approx: approx}, x)
 }
 
-type geluKernel struct{ approx GELUApprox }
+// geluKernel computes GELU; in float32 with the tanh form it runs a float32 fast path and
+// caches 0.5(1 + tanh(·)) of the forward pass for the backward pass.
+type geluKernel struct {
+	approx GELUApprox
+	s32    []float32 // float32 tanh form: 0.5(1 + tanh(u)) of the last forward pass
+}
 
-func (k geluKernel) opName() string                                   { return "GELU" }
-func (k geluKernel) hashAttrs() string                                { return "{" + k.approx.String() + "}" }
-func (k geluKernel) arity() int                                       { return 1 }
-func (k geluKernel) diffWRT() []bool                                  { return []bool{true} }
-func (k geluKernel) floatInputs() []bool                              { return []bool{true} }
-func (k geluKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
+func (k *geluKernel) opName() string                                   { return "GELU" }
+func (k *geluKernel) hashAttrs() string                                { return "{" + k.approx.String() + "}" }
+func (k *geluKernel) arity() int                                       { return 1 }
+func (k *geluKernel) diffWRT() []bool                                  { return []bool{true} }
+func (k *geluKernel) floatInputs() []bool                              { return []bool{true} }
+func (k *geluKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
 
 const (
 	sqrt2OverPi   = 0.7978845608028654 // √(2/π)
@@ -73,31 +79,69 @@ func geluTanhGrad(x float64) float64 {
 	return 0.5*(1+t) + 0.5*x*(1-t*t)*sqrt2OverPi*(1+3*geluTanhCubic*x*x)
 }
 
-func (k geluKernel) funcs() (f, df func(float64) float64) {
+func (k *geluKernel) funcs() (f, df func(float64) float64) {
 	if k.approx == GELUTanh {
 		return geluTanh, geluTanhGrad
 	}
 	return geluExact, geluExactGrad
 }
 
-func (k geluKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
+func (k *geluKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	f, _ := k.funcs()
 	if isF32(in[0]) {
-		parallelMap(flat[float32](in[0]), nil, flat[float32](out), f)
+		x := flat[float32](in[0])
+		if k.approx == GELUTanh {
+			if len(k.s32) != len(x) {
+				k.s32 = make([]float32, len(x))
+			}
+			geluTanh32(x, k.s32, flat[float32](out))
+			return nil
+		}
+		parallelMap(x, nil, flat[float32](out), f)
 	} else {
 		parallelMap(flat[float64](in[0]), nil, flat[float64](out), f)
 	}
 	return nil
 }
 
-func (k geluKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+func (k *geluKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	_, df := k.funcs()
 	if isF32(in[0]) {
-		parallelMap(flat[float32](in[0]), flat[float32](gout), flat[float32](dst), df)
+		x := flat[float32](in[0])
+		if k.approx == GELUTanh && len(k.s32) == len(x) {
+			geluTanhGrad32(x, k.s32, flat[float32](gout), flat[float32](dst))
+			return nil
+		}
+		parallelMap(x, flat[float32](gout), flat[float32](dst), df)
 	} else {
 		parallelMap(flat[float64](in[0]), flat[float64](gout), flat[float64](dst), df)
 	}
 	return nil
+}
+
+// geluTanh32 sets y = 0.5·x·(1 + tanh(u)), u = √(2/π)(x + 0.044715x³), keeping
+// s = 0.5·(1 + tanh(u)) for the backward pass. It computes s as the logistic function
+// 1/(1 + exp(−2u)), which is the same number without the cancellation of 1 + tanh(u) for
+// negative x, so float32 keeps full relative precision.
+func geluTanh32(x, s, y []float32) {
+	blocks(len(x), func(lo, hi int) { vmath.GELUTanh(x[lo:hi], s[lo:hi], y[lo:hi]) })
+}
+
+// geluTanhGrad32 sets dx = g·(s + 2·x·s·(1 − s)·√(2/π)(1 + 3·0.044715x²)), which is
+// g·(0.5(1 + t) + 0.5·x·(1 − t²)·u′) with s = 0.5(1 + t).
+func geluTanhGrad32(x, s, g, dx []float32) {
+	const block = 2048
+	blocks := (len(x) + block - 1) / block
+	parallelFor(blocks, block*4, func(lo, hi int) {
+		e := min(hi*block, len(x))
+		xs, ss, gs, ds := x[lo*block:e], s[lo*block:e], g[lo*block:e], dx[lo*block:e]
+		ss, gs, ds = ss[:len(xs)], gs[:len(xs)], ds[:len(xs)]
+		for i, v := range xs {
+			sg := ss[i]
+			d := sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*geluTanhCubic*v*v)
+			ds[i] = gs[i] * d
+		}
+	})
 }
 
 // parallelMap sets dst[i] = f(x[i]), or g[i]·f(x[i]) when g is not nil, in float64.

@@ -67,3 +67,10 @@ func TestGELUErrors(t *testing.T) {
 		t.Error("exact and tanh GELU were merged")
 	}
 }
+
+func TestGELUFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	checkFloat32(t, "GELU", map[string]*tensor.Dense{"x": randTensor(rng, 2, 3, 5000)}, func(g *Graph, p map[string]*Node) *Node {
+		return g.GELU(p["x"], GELUTanh)
+	})
+}

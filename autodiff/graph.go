@@ -335,10 +335,20 @@ func (g *Graph) Log(x *Node) *Node { return g.unary("Log", x, G.Log) }
 func (g *Graph) Tanh(x *Node) *Node { return g.unary("Tanh", x, G.Tanh) }
 
 // Sigmoid returns 1/(1+exp(−x)) elementwise.
-func (g *Graph) Sigmoid(x *Node) *Node { return g.unary("Sigmoid", x, G.Sigmoid) }
+func (g *Graph) Sigmoid(x *Node) *Node {
+	if !g.ok("Sigmoid", x) {
+		return nil
+	}
+	return g.applyFused(newSigmoidKernel(), x)
+}
 
 // ReLU returns max(x, 0) elementwise.
-func (g *Graph) ReLU(x *Node) *Node { return g.unary("ReLU", x, G.Rectify) }
+func (g *Graph) ReLU(x *Node) *Node {
+	if !g.ok("ReLU", x) {
+		return nil
+	}
+	return g.applyFused(newReLUKernel(), x)
+}
 
 // Square returns x² elementwise.
 func (g *Graph) Square(x *Node) *Node { return g.unary("Square", x, G.Square) }
@@ -358,7 +368,7 @@ func (g *Graph) MatMul(a, b *Node) *Node {
 	if as.Dims() != 2 || bs.Dims() != 2 || as[1] != bs[0] {
 		return g.failf("MatMul: cannot multiply %v by %v", as, bs)
 	}
-	return g.apply("MatMul", func() (*G.Node, error) { return G.Mul(a.n, b.n) }, a, b)
+	return g.applyFused(&matmulKernel{}, a, b)
 }
 
 // BatchedMatMul multiplies 3-D a [B, m, k] by b [B, k, n] batch by batch; transA and
@@ -381,7 +391,7 @@ func (g *Graph) BatchedMatMul(a, b *Node, transA, transB bool) *Node {
 	if k1 != k2 {
 		return g.failf("BatchedMatMul: inner dimensions differ: %v (transA=%v) and %v (transB=%v)", as, transA, bs, transB)
 	}
-	return g.apply("BatchedMatMul", func() (*G.Node, error) { return G.BatchedMatMul(a.n, b.n, transA, transB) }, a, b)
+	return g.applyFused(&matmulKernel{batched: true, transA: transA, transB: transB}, a, b)
 }
 
 // Sum sums x over the given axes (all axes if none), dropping them.

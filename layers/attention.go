@@ -144,8 +144,44 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	if a.standard() {
+		return a.attendFused(g, x, mem, opt)
+	}
 	k, v := a.KeysValues(g, mem, 0)
 	return a.AttendKV(g, x, k, v, opt)
+}
+
+// standard reports whether the layer is plain scaled dot-product attention (the
+// exponential kernel at a fixed bandwidth, no rotary embedding), which Attend runs as one
+// fused op on the [B, T, Dim] layout instead of split heads, scores and a local mean.
+func (a *KernelAttention) standard() bool {
+	_, exp := a.Kernel.(Exponential)
+	return exp && a.bw.cfg.Mode == BandwidthFixed && !a.cfg.Rotary
+}
+
+// attendFused is Attend for a standard layer: the same function as KeysValues followed
+// by AttendKV, computed by autodiff's fused Attention.
+func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	if !ready(g, "kernel attention", a.scope, x, mem) {
+		return nil
+	}
+	xs, ms := x.Shape(), mem.Shape()
+	if len(ms) != 3 || ms[2] != a.cfg.KVDim {
+		return fail(g, "kernel attention", a.scope, "keys/values input %v, want [B, Tk, %d]", ms, a.cfg.KVDim)
+	}
+	if len(xs) != 3 || xs[2] != a.cfg.Dim {
+		return fail(g, "kernel attention", a.scope, "query input %v, want [B, Tq, %d]", xs, a.cfg.Dim)
+	}
+	if xs[0] != ms[0] {
+		return fail(g, "kernel attention", a.scope, "keys/values input %v, want batch %d for queries %v", ms, xs[0], xs)
+	}
+	if opt.Offset < 0 {
+		return fail(g, "kernel attention", a.scope, "negative offset %d", opt.Offset)
+	}
+	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
+	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
+	m := g.Attention(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask)
+	return a.O.Forward(g, m)
 }
 
 // KeysValues projects mem [B, Tk, KVDim], at positions offset..offset+Tk−1, to the

@@ -62,14 +62,11 @@ func (l *Linear) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
 	if len(shape) < 1 || shape[len(shape)-1] != l.In {
 		return fail(g, "linear", l.scope, "input %v, want [..., %d]", shape, l.In)
 	}
-	rows := 1
-	for _, d := range shape[:len(shape)-1] {
-		rows *= d
-	}
-	y := g.MatMul(g.Reshape(x, []int{rows, l.In}), g.Transpose(g.Param(l.Weight), 1, 0))
+	var b *autodiff.Node
 	if l.Bias != nil {
-		y = g.AddBias(y, g.Param(l.Bias))
+		b = g.Param(l.Bias)
 	}
-	out := append(shape[:len(shape)-1:len(shape)-1], l.Out)
-	return g.Reshape(y, out)
+	// One fused op: x·Wᵀ + b on the flattened rows, with no transposed copy of W and no
+	// reshape copies of x or y.
+	return g.Linear(x, g.Param(l.Weight), b)
 }

@@ -1,0 +1,350 @@
+// Package gemm is a single-precision general matrix multiply for row-major matrices:
+// C = alpha·op(A)·op(B) + beta·C, with op(X) = X or Xᵀ and leading dimensions, as BLAS's
+// sgemm. It packs panels of A and B (so transposes and strided views cost nothing extra)
+// and runs a 6×16 register-blocked micro-kernel, in AVX2/FMA assembly on amd64 CPUs that
+// have it and in plain Go elsewhere. Sgemm is serial; Parallel splits large products
+// over GOMAXPROCS goroutines.
+package gemm
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Micro-kernel tile and cache blocking sizes.
+const (
+	mr = 6   // rows of a micro-tile
+	nr = 16  // columns of a micro-tile
+	kc = 256 // depth of a packed panel
+	mc = 96  // rows of A packed at once (a multiple of mr)
+	nc = 2048
+)
+
+type workspace struct {
+	a   []float32 // mc × kc packed A
+	b   []float32 // kc × nc packed B
+	tmp [mr * nr]float32
+}
+
+var pool = sync.Pool{New: func() any {
+	return &workspace{a: make([]float32, mc*kc), b: make([]float32, kc*nc)}
+}}
+
+// Sgemm sets C = alpha·op(A)·op(B) + beta·C where op(A) is m×k and op(B) is k×n, all
+// row-major: element (i, j) of A is a[i·lda+j] (of the stored matrix, before op).
+// beta = 0 overwrites C without reading it.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	scaleC(m, n, beta, c, ldc)
+	if k == 0 || alpha == 0 {
+		return
+	}
+	ws := pool.Get().(*workspace)
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		for pc := 0; pc < k; pc += kc {
+			kb := min(kc, k-pc)
+			packB(transB, b, ldb, pc, jc, kb, nb, ws.b)
+			if !transA && alpha == 1 && hasDirect {
+				// A is read in place by the micro-kernel; only edge rows are packed.
+				macroDirect(m, nb, kb, ws, a, lda, pc, c[jc:], ldc)
+				continue
+			}
+			for ic := 0; ic < m; ic += mc {
+				mb := min(mc, m-ic)
+				packA(transA, a, lda, ic, pc, mb, kb, alpha, ws.a)
+				macro(mb, nb, kb, ws, c[ic*ldc+jc:], ldc)
+			}
+		}
+	}
+	pool.Put(ws)
+}
+
+func scaleC(m, n int, beta float32, c []float32, ldc int) {
+	if beta == 1 {
+		return
+	}
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+			continue
+		}
+		for j := range row {
+			row[j] *= beta
+		}
+	}
+}
+
+// packA packs rows ic..ic+mb−1, columns pc..pc+kb−1 of op(A), times alpha, into panels
+// of mr rows: panel r holds, for each p, the mr values op(A)[ic+r·mr+i, pc+p]; missing
+// rows are zero.
+func packA(trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
+	for r := 0; r < mb; r += mr {
+		rows := min(mr, mb-r)
+		panel := dst[r*kb : r*kb+mr*kb]
+		if !trans {
+			if rows == mr && alpha == 1 {
+				// The common case: six contiguous rows.
+				base := (ic+r)*lda + pc
+				a0, a1, a2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
+				a3, a4, a5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
+				for p := range kb {
+					q := panel[p*mr : p*mr+mr : p*mr+mr]
+					q[0], q[1], q[2], q[3], q[4], q[5] = a0[p], a1[p], a2[p], a3[p], a4[p], a5[p]
+				}
+				continue
+			}
+			for i := range mr {
+				if i >= rows {
+					for p := range kb {
+						panel[p*mr+i] = 0
+					}
+					continue
+				}
+				row := a[(ic+r+i)*lda+pc : (ic+r+i)*lda+pc+kb]
+				for p, v := range row {
+					panel[p*mr+i] = alpha * v
+				}
+			}
+			continue
+		}
+		// op(A) = Aᵀ: op(A)[i, p] = a[p·lda + i]; consecutive i are contiguous.
+		for p := range kb {
+			q := panel[p*mr : p*mr+mr]
+			src := a[(pc+p)*lda+ic+r:]
+			if rows == mr {
+				src = src[:mr]
+				if alpha == 1 {
+					*(*[mr]float32)(q) = *(*[mr]float32)(src)
+				} else {
+					for i, v := range src {
+						q[i] = alpha * v
+					}
+				}
+				continue
+			}
+			for i := range mr {
+				if i < rows {
+					q[i] = alpha * src[i]
+				} else {
+					q[i] = 0
+				}
+			}
+		}
+	}
+}
+
+// packB packs rows pc..pc+kb−1, columns jc..jc+nb−1 of op(B) into panels of nr columns:
+// panel s holds, for each p, the nr values op(B)[pc+p, jc+s·nr+j]; missing columns are
+// zero.
+func packB(trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float32) {
+	for s := 0; s < nb; s += nr {
+		cols := min(nr, nb-s)
+		panel := dst[s*kb : s*kb+nr*kb]
+		if !trans {
+			for p := range kb {
+				q := panel[p*nr : p*nr+nr]
+				src := b[(pc+p)*ldb+jc+s:]
+				if cols == nr {
+					*(*[nr]float32)(q) = *(*[nr]float32)(src)
+					continue
+				}
+				copy(q, src[:cols])
+				clear(q[cols:])
+			}
+			continue
+		}
+		// op(B) = Bᵀ: op(B)[p, j] = b[j·ldb + p]; walk the stored rows, four at a time.
+		j := 0
+		for ; j+4 <= cols; j += 4 {
+			base := (jc+s+j)*ldb + pc
+			r0, r1 := b[base:base+kb], b[base+ldb:base+ldb+kb]
+			r2, r3 := b[base+2*ldb:base+2*ldb+kb], b[base+3*ldb:base+3*ldb+kb]
+			for p := range kb {
+				q := panel[p*nr+j : p*nr+j+4 : p*nr+j+4]
+				q[0], q[1], q[2], q[3] = r0[p], r1[p], r2[p], r3[p]
+			}
+		}
+		for ; j < nr; j++ {
+			if j >= cols {
+				for p := range kb {
+					panel[p*nr+j] = 0
+				}
+				continue
+			}
+			row := b[(jc+s+j)*ldb+pc : (jc+s+j)*ldb+pc+kb]
+			for p, v := range row {
+				panel[p*nr+j] = v
+			}
+		}
+	}
+}
+
+// macro multiplies the packed mb×kb block of A by the packed kb×nb block of B, adding
+// into c (ldc).
+func macro(mb, nb, kb int, ws *workspace, c []float32, ldc int) {
+	for s := 0; s < nb; s += nr {
+		cols := min(nr, nb-s)
+		bp := ws.b[s*kb:]
+		for r := 0; r < mb; r += mr {
+			rows := min(mr, mb-r)
+			ap := ws.a[r*kb:]
+			if rows == mr && cols == nr {
+				kernel(kb, ap, bp, c[r*ldc+s:], ldc)
+				continue
+			}
+			t := ws.tmp[:]
+			clear(t)
+			kernel(kb, ap, bp, t, nr)
+			for i := range rows {
+				dst := c[(r+i)*ldc+s : (r+i)*ldc+s+cols]
+				for j, v := range t[i*nr : i*nr+cols] {
+					dst[j] += v
+				}
+			}
+		}
+	}
+}
+
+// macroDirect is macro with A (not transposed, alpha 1) read in place from rows 0..m−1,
+// columns pc..pc+kb−1 of a; a last partial tile of rows is packed.
+func macroDirect(m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int) {
+	full := m / mr * mr
+	if full < m {
+		packA(false, a, lda, full, pc, m-full, kb, 1, ws.a)
+	}
+	for s := 0; s < nb; s += nr {
+		cols := min(nr, nb-s)
+		bp := ws.b[s*kb:]
+		for r := 0; r < m; r += mr {
+			rows := min(mr, m-r)
+			if rows == mr && cols == nr {
+				kernelDirect(kb, a[r*lda+pc:], lda, bp, c[r*ldc+s:], ldc)
+				continue
+			}
+			t := ws.tmp[:]
+			clear(t)
+			if rows == mr {
+				kernelDirect(kb, a[r*lda+pc:], lda, bp, t, nr)
+			} else {
+				kernel(kb, ws.a, bp, t, nr)
+			}
+			for i := range rows {
+				dst := c[(r+i)*ldc+s : (r+i)*ldc+s+cols]
+				for j, v := range t[i*nr : i*nr+cols] {
+					dst[j] += v
+				}
+			}
+		}
+	}
+}
+
+// kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel over k.
+func kernelGo(k int, a, b, c []float32, ldc int) {
+	var acc [mr][nr]float32
+	for p := range k {
+		bp := b[p*nr : p*nr+nr : p*nr+nr]
+		ap := a[p*mr : p*mr+mr : p*mr+mr]
+		for i, av := range ap {
+			row := &acc[i]
+			for j, bv := range bp {
+				row[j] += av * bv
+			}
+		}
+	}
+	for i := range mr {
+		dst := c[i*ldc : i*ldc+nr]
+		for j, v := range acc[i] {
+			dst[j] += v
+		}
+	}
+}
+
+// Parallel is Sgemm split over up to GOMAXPROCS goroutines by rows of C (or by columns
+// when C has few rows); small products run serially.
+func Parallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers <= 1 || m*n*k < 1<<18 {
+		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	var wg sync.WaitGroup
+	// Splitting rows makes every worker pack all of op(B); splitting columns makes every
+	// worker pack all of op(A), which costs nothing when A is read in place.
+	directA := !transA && alpha == 1 && hasDirect
+	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
+	if splitRows {
+		chunk := (m/workers + mr - 1) / mr * mr
+		for lo := 0; lo < m; lo += chunk {
+			hi := min(lo+chunk, m)
+			var aa []float32
+			if transA {
+				aa = a[lo:]
+			} else {
+				aa = a[lo*lda:]
+			}
+			wg.Add(1)
+			go func(lo, hi int, aa []float32) {
+				defer wg.Done()
+				Sgemm(transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc)
+			}(lo, hi, aa)
+		}
+	} else {
+		chunk := (n/workers + nr - 1) / nr * nr
+		if chunk == 0 {
+			chunk = nr
+		}
+		for lo := 0; lo < n; lo += chunk {
+			hi := min(lo+chunk, n)
+			var bb []float32
+			if transB {
+				bb = b[lo*ldb:]
+			} else {
+				bb = b[lo:]
+			}
+			wg.Add(1)
+			go func(lo, hi int, bb []float32) {
+				defer wg.Done()
+				Sgemm(transA, transB, m, hi-lo, k, alpha, a, lda, bb, ldb, beta, c[lo:], ldc)
+			}(lo, hi, bb)
+		}
+	}
+	wg.Wait()
+}
+
+// Dgemm is the float64 counterpart of Sgemm, a plain loop for gradient checks and other
+// float64 graphs (not tuned).
+func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int, b []float64, ldb int, beta float64, c []float64, ldc int) {
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		if beta == 0 {
+			clear(row)
+		} else if beta != 1 {
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+		for p := range k {
+			var av float64
+			if transA {
+				av = a[p*lda+i]
+			} else {
+				av = a[i*lda+p]
+			}
+			av *= alpha
+			if transB {
+				for j := range row {
+					row[j] += av * b[j*ldb+p]
+				}
+			} else {
+				br := b[p*ldb : p*ldb+n]
+				for j, bv := range br {
+					row[j] += av * bv
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,157 @@
+package gemm
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func naive(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		for j := range n {
+			var s float64
+			for p := range k {
+				var av, bv float32
+				if transA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if transB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				s += float64(av) * float64(bv)
+			}
+			c[i*ldc+j] = float32(float64(alpha)*s + float64(beta)*float64(c[i*ldc+j]))
+		}
+	}
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64())
+	}
+	return v
+}
+
+func TestSgemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	sizes := [][3]int{{1, 1, 1}, {6, 16, 1}, {7, 17, 3}, {13, 5, 300}, {100, 33, 257}, {64, 64, 16}, {200, 2100, 9}, {5, 40, 600}}
+	for _, sz := range sizes {
+		m, n, k := sz[0], sz[1], sz[2]
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}} {
+					lda, ldb, ldc := k+3, n+1, n+2
+					if ta {
+						lda = m + 3
+					}
+					if tb {
+						ldb = k + 1
+					}
+					arows, brows := m, k
+					if ta {
+						arows = k
+					}
+					if tb {
+						brows = n
+					}
+					a := randSlice(rng, arows*lda)
+					b := randSlice(rng, brows*ldb)
+					c := randSlice(rng, m*ldc)
+					want := append([]float32(nil), c...)
+					naive(ta, tb, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
+					for _, par := range []bool{false, true} {
+						got := append([]float32(nil), c...)
+						if par {
+							Parallel(ta, tb, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
+						} else {
+							Sgemm(ta, tb, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
+						}
+						for i := range got {
+							if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*math.Sqrt(float64(k))*(1+math.Abs(float64(want[i]))) {
+								t.Fatalf("m=%d n=%d k=%d ta=%v tb=%v alpha=%v beta=%v par=%v: c[%d] = %v, want %v", m, n, k, ta, tb, ab[0], ab[1], par, i, got[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func f64(x []float32) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	return y
+}
+
+func TestDgemm(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	m, n, k := 7, 9, 11
+	for _, ta := range []bool{false, true} {
+		for _, tb := range []bool{false, true} {
+			a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), randSlice(rng, m*n)
+			lda, ldb := k, n
+			if ta {
+				lda = m
+			}
+			if tb {
+				ldb = k
+			}
+			want := append([]float32(nil), c...)
+			naive(ta, tb, m, n, k, 1.5, a, lda, b, ldb, 0.5, want, n)
+			got := f64(c)
+			Dgemm(ta, tb, m, n, k, 1.5, f64(a), lda, f64(b), ldb, 0.5, got, n)
+			for i := range got {
+				if math.Abs(got[i]-float64(want[i])) > 1e-4 {
+					t.Fatalf("ta=%v tb=%v: %v want %v", ta, tb, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
+func benchGemm(b *testing.B, ta, tb bool, m, n, k int, par bool) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x, y, z := randSlice(rng, m*k), randSlice(rng, k*n), make([]float32, m*n)
+	lda, ldb := k, n
+	if ta {
+		lda = m
+	}
+	if tb {
+		ldb = k
+	}
+	b.ReportAllocs()
+	b.SetBytes(0)
+	for b.Loop() {
+		if par {
+			Parallel(ta, tb, m, n, k, 1, x, lda, y, ldb, 0, z, n)
+		} else {
+			Sgemm(ta, tb, m, n, k, 1, x, lda, y, ldb, 0, z, n)
+		}
+	}
+	b.ReportMetric(2*float64(m)*float64(n)*float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// Shapes of the reference workloads: charlm's Linear layers (2048 tokens, d=64, d_ff=256)
+// and attention heads (64×64×16), attn's Linear (4096×128×128) and heads (128×128×16),
+// the DAE's first layer (128×784 by 784×256).
+func BenchmarkLinear2048x256x64(b *testing.B)  { benchGemm(b, false, true, 2048, 256, 64, false) }
+func BenchmarkLinear2048x64x256(b *testing.B)  { benchGemm(b, false, true, 2048, 64, 256, false) }
+func BenchmarkGradW256x64x2048(b *testing.B)   { benchGemm(b, true, false, 256, 64, 2048, false) }
+func BenchmarkLinear4096x128x128(b *testing.B) { benchGemm(b, false, true, 4096, 128, 128, false) }
+func BenchmarkHead128x128x16(b *testing.B)     { benchGemm(b, false, true, 128, 128, 16, false) }
+func BenchmarkHead64x64x16(b *testing.B)       { benchGemm(b, false, true, 64, 64, 16, false) }
+func BenchmarkDAE128x256x784(b *testing.B)     { benchGemm(b, false, false, 128, 256, 784, false) }
+func BenchmarkDAE128x256x784Par(b *testing.B)  { benchGemm(b, false, false, 128, 256, 784, true) }
+func BenchmarkLinear4096x128x128Par(b *testing.B) {
+	benchGemm(b, false, true, 4096, 128, 128, true)
+}
+
+func BenchmarkDAEHalfN(b *testing.B) { benchGemm(b, false, false, 128, 128, 784, false) }

@@ -1,0 +1,84 @@
+// Package vmath holds vectorised float32 transcendental kernels (AVX2/FMA assembly on
+// amd64 CPUs that have it, plain Go elsewhere) for the fused ops of package autodiff.
+package vmath
+
+import "math"
+
+// Exp32 is exp in float32 (Cephes expf: range reduction by ln 2 and a degree-6
+// polynomial), accurate to about 1 ulp; arguments are clamped to [−87.34, 88].
+func Exp32(x float32) float32 {
+	const (
+		log2e = 1.44269504088896341
+		ln2hi = 0.693359375
+		ln2lo = -2.12194440e-4
+		magic = 12582912 // 1.5·2²³: adding it rounds to an integer in the low mantissa bits
+	)
+	if x < -87.33654 {
+		x = -87.33654
+	}
+	if x > 88 {
+		x = 88
+	}
+	t := x*log2e + magic
+	n := int32(math.Float32bits(t)) - 0x4b400000
+	fx := t - magic
+	x = x - fx*ln2hi - fx*ln2lo
+	z := x * x
+	y := ((((1.9875691500e-4*x+1.3981999507e-3)*x+8.3334519073e-3)*x+4.1665795894e-2)*x+1.6666665459e-1)*x + 5.0000001201e-1
+	y = y*z + x + 1
+	return y * math.Float32frombits(uint32(n+127)<<23)
+}
+
+// ExpShift sets x[i] = exp(x[i] − shift).
+func ExpShift(x []float32, shift float32) {
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			expShiftAVX2(&x[0], n, shift)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		x[i] = Exp32(x[i] - shift)
+	}
+}
+
+const (
+	sqrt2OverPi = 0.7978845608028654
+	cubic       = 0.044715
+)
+
+// GELUTanh sets s[i] = 0.5·(1 + tanh(u)) = 1/(1 + exp(−2u)) with
+// u = √(2/π)(x + 0.044715x³), and y[i] = x[i]·s[i] (GELU in its tanh form). The
+// logistic form has no cancellation for negative x.
+func GELUTanh(x, s, y []float32) {
+	s, y = s[:len(x)], y[:len(x)]
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			geluTanhAVX2(&x[0], &s[0], &y[0], n)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		v := x[i]
+		sg := 1 / (1 + Exp32(-2*sqrt2OverPi*(v+cubic*v*v*v)))
+		s[i] = sg
+		y[i] = v * sg
+	}
+}
+
+// Sigmoid sets y[i] = 1/(1 + exp(−x[i])).
+func Sigmoid(x, y []float32) {
+	y = y[:len(x)]
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			sigmoidAVX2(&x[0], &y[0], n)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		y[i] = 1 / (1 + Exp32(-x[i]))
+	}
+}

@@ -1,0 +1,242 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+DATA vconst<>+0(SB)/4, $0xc2aeac4f
+DATA vconst<>+4(SB)/4, $0xc2aeac4f
+DATA vconst<>+8(SB)/4, $0xc2aeac4f
+DATA vconst<>+12(SB)/4, $0xc2aeac4f
+DATA vconst<>+16(SB)/4, $0xc2aeac4f
+DATA vconst<>+20(SB)/4, $0xc2aeac4f
+DATA vconst<>+24(SB)/4, $0xc2aeac4f
+DATA vconst<>+28(SB)/4, $0xc2aeac4f
+DATA vconst<>+32(SB)/4, $0x42b00000
+DATA vconst<>+36(SB)/4, $0x42b00000
+DATA vconst<>+40(SB)/4, $0x42b00000
+DATA vconst<>+44(SB)/4, $0x42b00000
+DATA vconst<>+48(SB)/4, $0x42b00000
+DATA vconst<>+52(SB)/4, $0x42b00000
+DATA vconst<>+56(SB)/4, $0x42b00000
+DATA vconst<>+60(SB)/4, $0x42b00000
+DATA vconst<>+64(SB)/4, $0x3fb8aa3b
+DATA vconst<>+68(SB)/4, $0x3fb8aa3b
+DATA vconst<>+72(SB)/4, $0x3fb8aa3b
+DATA vconst<>+76(SB)/4, $0x3fb8aa3b
+DATA vconst<>+80(SB)/4, $0x3fb8aa3b
+DATA vconst<>+84(SB)/4, $0x3fb8aa3b
+DATA vconst<>+88(SB)/4, $0x3fb8aa3b
+DATA vconst<>+92(SB)/4, $0x3fb8aa3b
+DATA vconst<>+96(SB)/4, $0x4b400000
+DATA vconst<>+100(SB)/4, $0x4b400000
+DATA vconst<>+104(SB)/4, $0x4b400000
+DATA vconst<>+108(SB)/4, $0x4b400000
+DATA vconst<>+112(SB)/4, $0x4b400000
+DATA vconst<>+116(SB)/4, $0x4b400000
+DATA vconst<>+120(SB)/4, $0x4b400000
+DATA vconst<>+124(SB)/4, $0x4b400000
+DATA vconst<>+128(SB)/4, $0x3f318000
+DATA vconst<>+132(SB)/4, $0x3f318000
+DATA vconst<>+136(SB)/4, $0x3f318000
+DATA vconst<>+140(SB)/4, $0x3f318000
+DATA vconst<>+144(SB)/4, $0x3f318000
+DATA vconst<>+148(SB)/4, $0x3f318000
+DATA vconst<>+152(SB)/4, $0x3f318000
+DATA vconst<>+156(SB)/4, $0x3f318000
+DATA vconst<>+160(SB)/4, $0xb95e8083
+DATA vconst<>+164(SB)/4, $0xb95e8083
+DATA vconst<>+168(SB)/4, $0xb95e8083
+DATA vconst<>+172(SB)/4, $0xb95e8083
+DATA vconst<>+176(SB)/4, $0xb95e8083
+DATA vconst<>+180(SB)/4, $0xb95e8083
+DATA vconst<>+184(SB)/4, $0xb95e8083
+DATA vconst<>+188(SB)/4, $0xb95e8083
+DATA vconst<>+192(SB)/4, $0x39506967
+DATA vconst<>+196(SB)/4, $0x39506967
+DATA vconst<>+200(SB)/4, $0x39506967
+DATA vconst<>+204(SB)/4, $0x39506967
+DATA vconst<>+208(SB)/4, $0x39506967
+DATA vconst<>+212(SB)/4, $0x39506967
+DATA vconst<>+216(SB)/4, $0x39506967
+DATA vconst<>+220(SB)/4, $0x39506967
+DATA vconst<>+224(SB)/4, $0x3ab743ce
+DATA vconst<>+228(SB)/4, $0x3ab743ce
+DATA vconst<>+232(SB)/4, $0x3ab743ce
+DATA vconst<>+236(SB)/4, $0x3ab743ce
+DATA vconst<>+240(SB)/4, $0x3ab743ce
+DATA vconst<>+244(SB)/4, $0x3ab743ce
+DATA vconst<>+248(SB)/4, $0x3ab743ce
+DATA vconst<>+252(SB)/4, $0x3ab743ce
+DATA vconst<>+256(SB)/4, $0x3c088908
+DATA vconst<>+260(SB)/4, $0x3c088908
+DATA vconst<>+264(SB)/4, $0x3c088908
+DATA vconst<>+268(SB)/4, $0x3c088908
+DATA vconst<>+272(SB)/4, $0x3c088908
+DATA vconst<>+276(SB)/4, $0x3c088908
+DATA vconst<>+280(SB)/4, $0x3c088908
+DATA vconst<>+284(SB)/4, $0x3c088908
+DATA vconst<>+288(SB)/4, $0x3d2aa9c1
+DATA vconst<>+292(SB)/4, $0x3d2aa9c1
+DATA vconst<>+296(SB)/4, $0x3d2aa9c1
+DATA vconst<>+300(SB)/4, $0x3d2aa9c1
+DATA vconst<>+304(SB)/4, $0x3d2aa9c1
+DATA vconst<>+308(SB)/4, $0x3d2aa9c1
+DATA vconst<>+312(SB)/4, $0x3d2aa9c1
+DATA vconst<>+316(SB)/4, $0x3d2aa9c1
+DATA vconst<>+320(SB)/4, $0x3e2aaaaa
+DATA vconst<>+324(SB)/4, $0x3e2aaaaa
+DATA vconst<>+328(SB)/4, $0x3e2aaaaa
+DATA vconst<>+332(SB)/4, $0x3e2aaaaa
+DATA vconst<>+336(SB)/4, $0x3e2aaaaa
+DATA vconst<>+340(SB)/4, $0x3e2aaaaa
+DATA vconst<>+344(SB)/4, $0x3e2aaaaa
+DATA vconst<>+348(SB)/4, $0x3e2aaaaa
+DATA vconst<>+352(SB)/4, $0x3f000000
+DATA vconst<>+356(SB)/4, $0x3f000000
+DATA vconst<>+360(SB)/4, $0x3f000000
+DATA vconst<>+364(SB)/4, $0x3f000000
+DATA vconst<>+368(SB)/4, $0x3f000000
+DATA vconst<>+372(SB)/4, $0x3f000000
+DATA vconst<>+376(SB)/4, $0x3f000000
+DATA vconst<>+380(SB)/4, $0x3f000000
+DATA vconst<>+384(SB)/4, $0x3f800000
+DATA vconst<>+388(SB)/4, $0x3f800000
+DATA vconst<>+392(SB)/4, $0x3f800000
+DATA vconst<>+396(SB)/4, $0x3f800000
+DATA vconst<>+400(SB)/4, $0x3f800000
+DATA vconst<>+404(SB)/4, $0x3f800000
+DATA vconst<>+408(SB)/4, $0x3f800000
+DATA vconst<>+412(SB)/4, $0x3f800000
+DATA vconst<>+416(SB)/4, $0xbfcc422a
+DATA vconst<>+420(SB)/4, $0xbfcc422a
+DATA vconst<>+424(SB)/4, $0xbfcc422a
+DATA vconst<>+428(SB)/4, $0xbfcc422a
+DATA vconst<>+432(SB)/4, $0xbfcc422a
+DATA vconst<>+436(SB)/4, $0xbfcc422a
+DATA vconst<>+440(SB)/4, $0xbfcc422a
+DATA vconst<>+444(SB)/4, $0xbfcc422a
+DATA vconst<>+448(SB)/4, $0xbd922279
+DATA vconst<>+452(SB)/4, $0xbd922279
+DATA vconst<>+456(SB)/4, $0xbd922279
+DATA vconst<>+460(SB)/4, $0xbd922279
+DATA vconst<>+464(SB)/4, $0xbd922279
+DATA vconst<>+468(SB)/4, $0xbd922279
+DATA vconst<>+472(SB)/4, $0xbd922279
+DATA vconst<>+476(SB)/4, $0xbd922279
+DATA vconst<>+480(SB)/4, $0x7f
+DATA vconst<>+484(SB)/4, $0x7f
+DATA vconst<>+488(SB)/4, $0x7f
+DATA vconst<>+492(SB)/4, $0x7f
+DATA vconst<>+496(SB)/4, $0x7f
+DATA vconst<>+500(SB)/4, $0x7f
+DATA vconst<>+504(SB)/4, $0x7f
+DATA vconst<>+508(SB)/4, $0x7f
+GLOBL vconst<>(SB), RODATA|NOPTR, $512
+
+#define C_lo vconst<>+0(SB)
+#define C_hi vconst<>+32(SB)
+#define C_log2e vconst<>+64(SB)
+#define C_magic vconst<>+96(SB)
+#define C_ln2hi vconst<>+128(SB)
+#define C_ln2lo vconst<>+160(SB)
+#define C_p0 vconst<>+192(SB)
+#define C_p1 vconst<>+224(SB)
+#define C_p2 vconst<>+256(SB)
+#define C_p3 vconst<>+288(SB)
+#define C_p4 vconst<>+320(SB)
+#define C_p5 vconst<>+352(SB)
+#define C_one vconst<>+384(SB)
+#define C_k1 vconst<>+416(SB)
+#define C_k2 vconst<>+448(SB)
+#define C_i127 vconst<>+480(SB)
+
+// EXP8 sets Y0 = exp(Y0) for eight float32 lanes (Cephes expf; arguments clamped to
+// [−87.34, 88]); it clobbers Y1, Y2 and Y3.
+#define EXP8 \
+	VMAXPS C_lo, Y0, Y0 \
+	VMINPS C_hi, Y0, Y0 \
+	VMOVUPS C_log2e, Y1 \
+	VFMADD213PS C_magic, Y0, Y1 \
+	VSUBPS C_magic, Y1, Y2 \
+	VPSUBD C_magic, Y1, Y1 \
+	VFNMADD231PS C_ln2hi, Y2, Y0 \
+	VFNMADD231PS C_ln2lo, Y2, Y0 \
+	VMOVUPS C_p0, Y2 \
+	VFMADD213PS C_p1, Y0, Y2 \
+	VFMADD213PS C_p2, Y0, Y2 \
+	VFMADD213PS C_p3, Y0, Y2 \
+	VFMADD213PS C_p4, Y0, Y2 \
+	VFMADD213PS C_p5, Y0, Y2 \
+	VMULPS Y0, Y0, Y3 \
+	VADDPS C_one, Y0, Y0 \
+	VFMADD231PS Y3, Y2, Y0 \
+	VPADDD C_i127, Y1, Y1 \
+	VPSLLD $23, Y1, Y1 \
+	VMULPS Y1, Y0, Y0
+
+// func expShiftAVX2(x *float32, n int, shift float32)
+// x[i] = exp(x[i] − shift) in place; n is a positive multiple of 8.
+TEXT ·expShiftAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS shift+16(FP), Y7
+eloop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y7, Y0, Y0
+	EXP8
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  eloop
+	VZEROUPPER
+	RET
+
+// func geluTanhAVX2(x, s, y *float32, n int)
+// s[i] = 1/(1 + exp(−2u)), u = √(2/π)(x + 0.044715x³), and y[i] = x[i]·s[i]; n is a
+// positive multiple of 8.
+TEXT ·geluTanhAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ s+8(FP), DI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+gloop:
+	VMOVUPS (SI), Y4
+	VMULPS Y4, Y4, Y5
+	VMOVUPS C_k2, Y0
+	VFMADD213PS C_k1, Y5, Y0
+	VMULPS Y4, Y0, Y0
+	EXP8
+	VADDPS C_one, Y0, Y0
+	VMOVUPS C_one, Y5
+	VDIVPS Y0, Y5, Y5
+	VMOVUPS Y5, (DI)
+	VMULPS Y4, Y5, Y5
+	VMOVUPS Y5, (DX)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JNZ  gloop
+	VZEROUPPER
+	RET
+
+// func sigmoidAVX2(x, y *float32, n int)
+// y[i] = 1/(1 + exp(−x[i])); n is a positive multiple of 8.
+TEXT ·sigmoidAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DX
+	MOVQ n+16(FP), CX
+	VXORPS Y6, Y6, Y6
+sloop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y0, Y6, Y0
+	EXP8
+	VADDPS C_one, Y0, Y0
+	VMOVUPS C_one, Y5
+	VDIVPS Y0, Y5, Y5
+	VMOVUPS Y5, (DX)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JNZ  sloop
+	VZEROUPPER
+	RET
