@@ -1,0 +1,422 @@
+// Package bench runs Locus's reference workloads (../shared/peers/WORKLOADS.md): the
+// char-LM train step, the attention forward+backward and the denoising-autoencoder train
+// step, with exactly the shapes, initialisation and optimizer of PyTorch's peer script, and
+// reports step-time statistics, throughput, peak memory and allocations per step in the
+// peer's format, so that the two can be compared side by side.
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/models/transformer"
+	"github.com/locusml/locus/optim"
+)
+
+// Names lists the workloads.
+func Names() []string { return []string{"charlm", "attn", "dae"} }
+
+// Workload is one prepared workload: Step runs timed iteration i (data for every
+// iteration is generated before the timed loop).
+type Workload struct {
+	Name    string
+	Params  *autodiff.Params
+	Units   string // "tokens" or "samples"
+	PerStep int    // units per step
+	// Step runs iteration i and returns its loss (NaN when there is none); fwdBwd is the
+	// time of the forward+backward pass, the rest is the optimizer.
+	Step func(i int) (loss float64, fwdBwd time.Duration, err error)
+	// Forward, if not nil, runs a forward-only pass of iteration i (attn).
+	Forward func(i int) error
+	Config  map[string]any
+}
+
+// New prepares workload name for n iterations with seed (parameters from seed, data
+// from seed+1, as the peer script).
+func New(name string, seed uint64, n int) (*Workload, error) {
+	switch name {
+	case "charlm":
+		return newCharLM(seed, n)
+	case "attn":
+		return newAttn(seed, n)
+	case "dae":
+		return newDAE(seed, n)
+	}
+	return nil, fmt.Errorf("unknown workload %q (valid: %s)", name, strings.Join(Names(), ", "))
+}
+
+func newAdam(ps *autodiff.Params, lr float64) (*optim.Adam, error) {
+	cfg := optim.DefaultAdamConfig()
+	cfg.LR = lr
+	return optim.NewAdam(optim.All(ps.List()), cfg)
+}
+
+func newCharLM(seed uint64, n int) (*Workload, error) {
+	const V, T, B = 65, 64, 32
+	ps, err := autodiff.NewParams(autodiff.Float32, seed)
+	if err != nil {
+		return nil, err
+	}
+	m, err := transformer.New(transformer.DefaultConfig("lm", V, T), ps)
+	if err != nil {
+		return nil, err
+	}
+	opt, err := newAdam(ps, 3e-3)
+	if err != nil {
+		return nil, err
+	}
+	model := autodiff.NewModel(ps, m.Builder(), seed)
+	rng := rand.New(rand.NewPCG(seed+1, 0))
+	batches := make([]map[string]*tensor.Dense, n)
+	for i := range batches {
+		ids := make([]int, B*T)
+		tg := make([]int, B*T)
+		for b := range B {
+			seq := make([]int, T+1)
+			for t := range seq {
+				seq[t] = rng.IntN(V)
+			}
+			copy(ids[b*T:], seq[:T])
+			copy(tg[b*T:], seq[1:])
+		}
+		batches[i] = map[string]*tensor.Dense{
+			transformer.InputIDs:     tensor.New(tensor.WithShape(B, T), tensor.WithBacking(ids)),
+			transformer.InputTargets: tensor.New(tensor.WithShape(B*T), tensor.WithBacking(tg)),
+		}
+	}
+	return &Workload{
+		Name: "charlm", Params: ps, Units: "tokens", PerStep: B * T,
+		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T, "batch": B, "lr": 3e-3},
+		Step:   trainStep(model, opt, ps, batches),
+	}, nil
+}
+
+func trainStep(model *autodiff.Model, opt optim.Optimizer, ps *autodiff.Params, batches []map[string]*tensor.Dense) func(int) (float64, time.Duration, error) {
+	mode := autodiff.RunMode{Train: true, Backward: true}
+	return func(i int) (float64, time.Duration, error) {
+		t0 := time.Now()
+		ps.ZeroGrad()
+		res, err := model.Run(batches[i], mode)
+		if err != nil {
+			return 0, 0, err
+		}
+		fb := time.Since(t0)
+		if err := opt.Step(); err != nil {
+			return 0, 0, err
+		}
+		return res.Loss, fb, nil
+	}
+}
+
+func newAttn(seed uint64, n int) (*Workload, error) {
+	const B, T, D, H = 32, 128, 128, 8
+	ps, err := autodiff.NewParams(autodiff.Float32, seed)
+	if err != nil {
+		return nil, err
+	}
+	attn, err := layers.NewKernelAttention(ps.Root(), layers.AttentionConfig{Dim: D, Heads: H, Causal: true, Init: layers.InitGPT})
+	if err != nil {
+		return nil, err
+	}
+	model := autodiff.NewModel(ps, func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		y := attn.Forward(g, g.Input("x"))
+		return autodiff.Outputs{Loss: g.Sum(y)}, g.Err()
+	}, seed)
+	rng := rand.New(rand.NewPCG(seed+1, 0))
+	xs := make([]map[string]*tensor.Dense, n)
+	for i := range xs {
+		x := make([]float32, B*T*D)
+		for j := range x {
+			x[j] = float32(rng.NormFloat64())
+		}
+		xs[i] = map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(B, T, D), tensor.WithBacking(x))}
+	}
+	both := autodiff.RunMode{Backward: true, InputGrads: true}
+	return &Workload{
+		Name: "attn", Params: ps, Units: "samples", PerStep: B,
+		Config: map[string]any{"d_model": D, "heads": H, "d_head": D / H, "seq": T, "batch": B, "causal": true},
+		Step: func(i int) (float64, time.Duration, error) {
+			t0 := time.Now()
+			ps.ZeroGrad()
+			res, err := model.Run(xs[i], both)
+			if err != nil {
+				return 0, 0, err
+			}
+			return res.Loss, time.Since(t0), nil
+		},
+		Forward: func(i int) error {
+			_, err := model.Run(xs[i], autodiff.RunMode{})
+			return err
+		},
+	}, nil
+}
+
+// newDAE builds the MLP 784-256-64-256-784 (ReLU on the hidden layers, sigmoid output,
+// MSE, Adam 1e-3) from the same autodiff ops as models/dae: x·W with W [in, out], AddBias,
+// ReLU, Sigmoid, MSE; PyTorch's default nn.Linear initialisation.
+func newDAE(seed uint64, n int) (*Workload, error) {
+	const B, sigma = 128, 0.3
+	widths := []int{784, 256, 64, 256, 784}
+	ps, err := autodiff.NewParams(autodiff.Float32, seed)
+	if err != nil {
+		return nil, err
+	}
+	type lin struct{ w, b *autodiff.Param }
+	var ls []lin
+	for i := 0; i+1 < len(widths); i++ {
+		s := ps.Root().Subf("fc%d", i)
+		w, err := s.New("weight", []int{widths[i], widths[i+1]}, autodiff.TorchLinear(widths[i]))
+		if err != nil {
+			return nil, err
+		}
+		b, err := s.New("bias", []int{widths[i+1]}, autodiff.TorchLinear(widths[i]))
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, lin{w, b})
+	}
+	model := autodiff.NewModel(ps, func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		x := g.Input("noisy")
+		for i, l := range ls {
+			x = g.AddBias(g.MatMul(x, g.Param(l.w)), g.Param(l.b))
+			if i+1 < len(ls) {
+				x = g.ReLU(x)
+			}
+		}
+		return autodiff.Outputs{Loss: g.MSE(g.Sigmoid(x), g.Input("clean"))}, g.Err()
+	}, seed)
+	opt, err := newAdam(ps, 1e-3)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed+1, 0))
+	batches := make([]map[string]*tensor.Dense, n)
+	for i := range batches {
+		clean := make([]float32, B*784)
+		noisy := make([]float32, B*784)
+		for j := range clean {
+			clean[j] = rng.Float32()
+			noisy[j] = clean[j] + float32(sigma*rng.NormFloat64())
+		}
+		batches[i] = map[string]*tensor.Dense{
+			"noisy": tensor.New(tensor.WithShape(B, 784), tensor.WithBacking(noisy)),
+			"clean": tensor.New(tensor.WithShape(B, 784), tensor.WithBacking(clean)),
+		}
+	}
+	return &Workload{
+		Name: "dae", Params: ps, Units: "samples", PerStep: B,
+		Config: map[string]any{"layers": widths, "noise_sigma": sigma, "batch": B, "lr": 1e-3, "images": "U[0,1)"},
+		Step:   trainStep(model, opt, ps, batches),
+	}, nil
+}
+
+// Stats summarises step times in milliseconds; percentiles are type 7 (numpy's default
+// linear interpolation), as the peer script.
+type Stats struct {
+	Median float64 `json:"median_ms"`
+	P10    float64 `json:"p10_ms"`
+	P90    float64 `json:"p90_ms"`
+	Mean   float64 `json:"mean_ms"`
+	Min    float64 `json:"min_ms"`
+	Max    float64 `json:"max_ms"`
+	N      int     `json:"n"`
+}
+
+// Summarize returns the statistics of durations.
+func Summarize(ds []time.Duration) Stats {
+	if len(ds) == 0 {
+		return Stats{}
+	}
+	ms := make([]float64, len(ds))
+	var sum float64
+	for i, d := range ds {
+		ms[i] = float64(d) / 1e6
+		sum += ms[i]
+	}
+	slices.Sort(ms)
+	r := func(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+	return Stats{
+		Median: r(Percentile(ms, 50)), P10: r(Percentile(ms, 10)), P90: r(Percentile(ms, 90)),
+		Mean: r(sum / float64(len(ms))), Min: r(ms[0]), Max: r(ms[len(ms)-1]), N: len(ms),
+	}
+}
+
+// Percentile returns the p-th percentile of sorted values with linear interpolation
+// between closest ranks (Hyndman & Fan type 7).
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := (float64(n) - 1) * p / 100
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// Result is one workload's measurement, in the peer script's vocabulary.
+type Result struct {
+	Workload       string         `json:"workload"`
+	Impl           string         `json:"impl"`
+	Config         map[string]any `json:"config"`
+	Warmup         int            `json:"warmup"`
+	NParams        int            `json:"n_params"`
+	Step           Stats          `json:"step"`
+	FwdBwdMedianMs float64        `json:"fwdbwd_median_ms"`
+	OptMedianMs    float64        `json:"opt_median_ms,omitempty"`
+	FwdMedianMs    float64        `json:"fwd_median_ms,omitempty"`
+	Throughput     float64        `json:"throughput"`
+	Units          string         `json:"units"`
+	PeakRSSMiB     float64        `json:"peak_rss_mib"`
+	AllocsPerStep  float64        `json:"allocs_per_step"`
+	BytesPerStep   float64        `json:"alloc_bytes_per_step"`
+	LossFirst      float64        `json:"loss_first"`
+	LossLast       float64        `json:"loss_last"`
+	TimedWallS     float64        `json:"timed_wall_s"`
+	OtherCPUCores  float64        `json:"other_cpu_cores"`
+	OwnCPUCores    float64        `json:"own_cpu_cores"`
+	// CPUMsPerStep is this process's CPU time (user + system) per timed step: a
+	// contention-proof measure of the work done.
+	CPUMsPerStep float64 `json:"cpu_ms_per_step"`
+	GOMAXPROCS   int     `json:"gomaxprocs"`
+	GoVersion    string  `json:"go"`
+}
+
+// Run runs warmup untimed and steps timed iterations of w (which must have been prepared
+// for at least warmup+steps iterations) and, for workloads with a forward-only pass, as
+// many forward passes.
+func Run(w *Workload, warmup, steps int) (*Result, error) {
+	res := &Result{Workload: w.Name, Impl: "locus", Config: w.Config, Warmup: warmup, NParams: w.Params.NumElements(),
+		Units: w.Units, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
+	var losses []float64
+	var steptimes, fb, opt []time.Duration
+	var ms0, ms1 runtime.MemStats
+	var mon loadMonitor
+	for i := range warmup + steps {
+		if i == warmup {
+			runtime.GC()
+			runtime.ReadMemStats(&ms0)
+			mon.start()
+		}
+		t0 := time.Now()
+		loss, fwdBwd, err := w.Step(i)
+		d := time.Since(t0)
+		if err != nil {
+			return nil, fmt.Errorf("%s step %d: %w", w.Name, i, err)
+		}
+		losses = append(losses, loss)
+		if i >= warmup {
+			steptimes = append(steptimes, d)
+			fb = append(fb, fwdBwd)
+			opt = append(opt, d-fwdBwd)
+		}
+	}
+	wall, own, other := mon.stop()
+	runtime.ReadMemStats(&ms1)
+	res.Step = Summarize(steptimes)
+	res.FwdBwdMedianMs = Summarize(fb).Median
+	if w.Name != "attn" {
+		res.OptMedianMs = Summarize(opt).Median
+	}
+	res.TimedWallS = math.Round(wall*1e3) / 1e3
+	res.OwnCPUCores = math.Round(own*1e3) / 1e3
+	res.OtherCPUCores = math.Round(other*1e3) / 1e3
+	res.CPUMsPerStep = round4(own * wall * 1e3 / float64(steps))
+	res.AllocsPerStep = float64(ms1.Mallocs-ms0.Mallocs) / float64(steps)
+	res.BytesPerStep = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(steps)
+	res.LossFirst = round4(losses[0])
+	res.LossLast = round4(losses[len(losses)-1])
+	if res.Step.Median > 0 {
+		res.Throughput = math.Round(float64(w.PerStep)/(res.Step.Median/1e3)*10) / 10
+	}
+	if w.Forward != nil {
+		var fw []time.Duration
+		for i := range warmup + steps {
+			t0 := time.Now()
+			if err := w.Forward(i); err != nil {
+				return nil, fmt.Errorf("%s forward %d: %w", w.Name, i, err)
+			}
+			if i >= warmup {
+				fw = append(fw, time.Since(t0))
+			}
+		}
+		res.FwdMedianMs = Summarize(fw).Median
+	}
+	res.PeakRSSMiB = PeakRSSMiB()
+	return res, nil
+}
+
+func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// PeakRSSMiB returns the process's peak resident set size (getrusage ru_maxrss) in MiB.
+func PeakRSSMiB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN()
+	}
+	return math.Round(float64(ru.Maxrss)/1024*10) / 10 // KiB on Linux
+}
+
+// loadMonitor measures, as the peer script, how many cores other processes used during
+// the timed window: (all-CPU busy time − this process's CPU time) / wall time.
+type loadMonitor struct {
+	t0    time.Time
+	busy0 float64
+	own0  float64
+}
+
+const clkTck = 100 // USER_HZ on Linux
+
+func busySeconds() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return math.NaN()
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 {
+		return math.NaN()
+	}
+	var v [8]float64
+	for i := range v {
+		v[i], _ = strconv.ParseFloat(f[i+1], 64)
+	}
+	total := v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7]
+	return (total - v[3] - v[4]) / clkTck
+}
+
+func ownSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return math.NaN()
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+func (m *loadMonitor) start() {
+	m.t0, m.busy0, m.own0 = time.Now(), busySeconds(), ownSeconds()
+}
+
+func (m *loadMonitor) stop() (wall, ownCores, otherCores float64) {
+	wall = time.Since(m.t0).Seconds()
+	own := ownSeconds() - m.own0
+	busy := busySeconds() - m.busy0
+	if wall <= 0 {
+		return wall, math.NaN(), math.NaN()
+	}
+	return wall, own / wall, max(0, (busy-own)/wall)
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/locusml/locus/bench"
+)
+
+func init() {
+	register("bench", "time the reference workloads (charlm, attn, dae), optionally against PyTorch", runBench)
+}
+
+const defaultPeer = "/work/shared/peers/torch_peer.py"
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
+	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all")
+	asJSON := fs.Bool("json", false, "print one JSON line per workload (the peer script's format)")
+	steps := fs.Int("steps", 50, "timed iterations")
+	warmup := fs.Int("warmup", 5, "untimed warm-up iterations")
+	seed := fs.Uint64("seed", 0, "seed: parameters from seed, data from seed+1")
+	threads := fs.Int("threads", 0, "GOMAXPROCS (0: leave as is)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed iterations to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile to this file at the end")
+	compare := fs.Bool("compare", false, "run PyTorch's peer script and Locus back to back, each in its own process, and print the ratio table")
+	peer := fs.String("peer", defaultPeer, "-compare: path of torch_peer.py")
+	python := fs.String("python", "/usr/bin/python3", "-compare: the Python interpreter with torch")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	names := []string{*workload}
+	if *workload == "all" {
+		names = bench.Names()
+	} else if !slices.Contains(bench.Names(), *workload) {
+		return usageErrorf("unknown -workload %q (valid: %s, all)", *workload, strings.Join(bench.Names(), ", "))
+	}
+	if *steps <= 0 || *warmup < 0 {
+		return usageErrorf("-steps must be > 0 and -warmup >= 0")
+	}
+	if *threads > 0 {
+		runtime.GOMAXPROCS(*threads)
+	}
+	if *compare {
+		return runCompare(names, *steps, *warmup, *seed, *threads, *python, *peer, *asJSON, stdout, stderr)
+	}
+	if len(names) > 1 && (*cpuProfile != "" || *memProfile != "") {
+		return usageErrorf("-cpuprofile and -memprofile need a single -workload")
+	}
+	if len(names) > 1 {
+		// One process per workload, so that peak memory is each workload's own.
+		for _, n := range names {
+			sub := []string{"-workload", n, "-steps", strconv.Itoa(*steps), "-warmup", strconv.Itoa(*warmup),
+				"-seed", strconv.FormatUint(*seed, 10), "-threads", strconv.Itoa(*threads)}
+			if *asJSON {
+				sub = append(sub, "-json")
+			}
+			out, err := runSelf(sub, stderr)
+			if err != nil {
+				return err
+			}
+			stdout.Write(out)
+		}
+		return nil
+	}
+	w, err := bench.New(names[0], *seed, *warmup+*steps)
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		// Profile only the timed part: run the warm-up first, then time from scratch.
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for i := range *warmup {
+			if _, _, err := w.Step(i); err != nil {
+				return err
+			}
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res, err := bench.Run(w, *warmup, *steps)
+	if err != nil {
+		return err
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	printResult(stdout, res)
+	return nil
+}
+
+func printResult(w io.Writer, r *bench.Result) {
+	fmt.Fprintf(w, "%s: median %.2f ms (p10 %.2f, p90 %.2f, mean %.2f) over %d steps after %d warm-up; GOMAXPROCS %d\n",
+		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS)
+	fmt.Fprintf(w, "  fwd+bwd %.2f ms", r.FwdBwdMedianMs)
+	if r.OptMedianMs > 0 {
+		fmt.Fprintf(w, ", optimizer %.2f ms", r.OptMedianMs)
+	}
+	if r.FwdMedianMs > 0 {
+		fmt.Fprintf(w, ", forward only %.2f ms", r.FwdMedianMs)
+	}
+	fmt.Fprintf(w, "\n  %.0f %s/s, peak RSS %.1f MiB, %.0f allocations (%.0f KiB) per step, loss %.4f -> %.4f\n",
+		r.Throughput, r.Units, r.PeakRSSMiB, r.AllocsPerStep, r.BytesPerStep/1024, r.LossFirst, r.LossLast)
+	fmt.Fprintf(w, "  CPU %.2f ms per step; other processes used %.2f cores meanwhile (0 = clean), this one %.2f\n", r.CPUMsPerStep, r.OtherCPUCores, r.OwnCPUCores)
+}
+
+// runSelf runs this binary's bench command with args and returns its stdout.
+func runSelf(args []string, stderr io.Writer) ([]byte, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{"bench"}, args...)...)
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locus bench %s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// peerResult is the part of torch_peer.py's JSON line that the ratio table uses.
+type peerResult struct {
+	Step          bench.Stats `json:"step"`
+	FwdBwd        bench.Stats `json:"fwdbwd"` // attn reports its timing here
+	PeakRSSMiB    float64     `json:"peak_rss_mib"`
+	RSSImportMiB  float64     `json:"rss_after_import_mib"`
+	OtherCPUCores float64     `json:"other_cpu_cores"`
+	Env           struct {
+		BLAS  string `json:"blas"`
+		Torch string `json:"torch"`
+	} `json:"env"`
+}
+
+func runCompare(names []string, steps, warmup int, seed uint64, threads int, python, peer string, asJSON bool, stdout, stderr io.Writer) error {
+	type row struct {
+		name  string
+		torch peerResult
+		locus bench.Result
+	}
+	var rows []row
+	for _, n := range names {
+		pargs := []string{peer, n, "--steps", strconv.Itoa(steps), "--warmup", strconv.Itoa(warmup), "--seed", strconv.FormatUint(seed, 10)}
+		if threads > 0 {
+			pargs = append(pargs, "--threads", strconv.Itoa(threads))
+		}
+		if n == "dae" {
+			pargs = append(pargs, "--no-train")
+		}
+		fmt.Fprintf(stderr, "running %s %s\n", python, strings.Join(pargs, " "))
+		cmd := exec.Command(python, pargs...)
+		var errBuf bytes.Buffer
+		cmd.Stderr = &errBuf
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("torch peer %s: %w\n%s", n, err, errBuf.String())
+		}
+		var pr peerResult
+		if err := json.Unmarshal(lastLine(out), &pr); err != nil {
+			return fmt.Errorf("torch peer %s: %w", n, err)
+		}
+		if pr.Step.N == 0 {
+			pr.Step = pr.FwdBwd
+		}
+		fmt.Fprintf(stderr, "running locus bench -workload %s\n", n)
+		out, err = runSelf([]string{"-workload", n, "-json", "-steps", strconv.Itoa(steps), "-warmup", strconv.Itoa(warmup),
+			"-seed", strconv.FormatUint(seed, 10), "-threads", strconv.Itoa(threads)}, stderr)
+		if err != nil {
+			return err
+		}
+		var lr bench.Result
+		if err := json.Unmarshal(lastLine(out), &lr); err != nil {
+			return fmt.Errorf("locus bench %s: %w", n, err)
+		}
+		if asJSON {
+			b, _ := json.Marshal(map[string]any{"workload": n, "torch": pr, "locus": lr, "ratio": lr.Step.Median / pr.Step.Median})
+			fmt.Fprintln(stdout, string(b))
+		}
+		rows = append(rows, row{n, pr, lr})
+	}
+	if asJSON {
+		return nil
+	}
+	fmt.Fprintln(stdout, "| workload | PyTorch median (p10–p90) ms | Locus median (p10–p90) ms | ratio Locus/PyTorch | PyTorch peak RSS MiB | Locus peak RSS MiB | Locus allocs/step | other load (torch, locus) |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "| %s | %.1f (%.1f–%.1f) | %.1f (%.1f–%.1f) | %.2f | %.0f | %.0f | %.0f | %.2f, %.2f |\n",
+			r.name, r.torch.Step.Median, r.torch.Step.P10, r.torch.Step.P90,
+			r.locus.Step.Median, r.locus.Step.P10, r.locus.Step.P90, r.locus.Step.Median/r.torch.Step.Median,
+			r.torch.PeakRSSMiB, r.locus.PeakRSSMiB, r.locus.AllocsPerStep, r.torch.OtherCPUCores, r.locus.OtherCPUCores)
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(stdout, "\nPyTorch %s (%s), Locus %s, GOMAXPROCS %d; steps %d after %d warm-up.\n",
+			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, rows[0].locus.GoVersion, rows[0].locus.GOMAXPROCS, steps, warmup)
+	}
+	return nil
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
