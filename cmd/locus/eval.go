@@ -65,13 +65,13 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, _ := json.Marshal(s.cfg)
+	cfg, _ := json.Marshal(s.modelConfig())
 	meta := map[string]string{"format": "pt", "locus_config": string(cfg), "step": fmt.Sprint(ck.Step)}
 	if err := train.ExportSafetensors(*out, train.ParamTensors(s.params), meta); err != nil {
 		return err
 	}
 	note := ""
-	if !s.cfg.Standard() {
+	if s.dae == nil && !s.cfg.Standard() {
 		note = " (not the standard configuration: PyTorch's reference LM cannot load every tensor)"
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters%s\n", *out, s.params.Len(), s.params.NumElements(), note)
@@ -89,15 +89,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg, _ := json.MarshalIndent(s.cfg, "  ", "  ")
+	cfg, _ := json.MarshalIndent(s.modelConfig(), "  ", "  ")
 	fmt.Fprintf(stdout, "checkpoint %s\n  step %d, written by locus %s (%s)\n", ck.Dir, ck.Step, ck.Versions.Locus, ck.Versions.Go)
-	fmt.Fprintf(stdout, "  task %s, seq_len %d, batch %d, seed %d\nmodel config:\n  %s\n", s.data.Task, s.seqLen(), s.data.Batch, s.data.Seed, cfg)
+	fmt.Fprintf(stdout, "  task %s, batch %d, seed %d\nmodel config:\n  %s\n", s.data.Task, s.data.Batch, s.data.Seed, cfg)
 	fmt.Fprintf(stdout, "tensors (%d, %d parameters):\n", s.params.Len(), s.params.NumElements())
 	for _, name := range s.params.SortedNames() {
 		p := s.params.Get(name)
 		fmt.Fprintf(stdout, "  %-28s %v %v\n", name, p.Dtype(), p.Shape())
 	}
-	if bw := s.model.Bandwidths(); len(bw) > 0 {
+	if bw := s.bandwidths(); len(bw) > 0 {
 		fmt.Fprintln(stdout, "bandwidths:")
 		for _, k := range sortedKeys(bw) {
 			fmt.Fprintf(stdout, "  %s %.4g\n", k, bw[k])

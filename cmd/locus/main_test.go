@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/train"
 )
 
@@ -172,5 +173,33 @@ func TestMethodsCSV(t *testing.T) {
 				t.Errorf("%s on %q: exit %d, %q; want %q", cmd, tc.text, code, stderr, tc.want)
 			}
 		}
+	}
+}
+
+func TestDAEFromCLI(t *testing.T) {
+	if _, err := datasets.DefaultMNISTDir(); err != nil {
+		t.Skipf("MNIST not found: %v", err)
+	}
+	if code, _, stderr := runCLI(t, "train", "-model", "dae", "-task", "reverse"); code != 2 || !strings.Contains(stderr, "-task mnist goes with") {
+		t.Errorf("dae on reverse: exit %d, %q", code, stderr)
+	}
+	dir := filepath.Join(t.TempDir(), "dae")
+	code, stdout, stderr := runCLI(t, "train", "-model", "dae", "-steps", "30", "-eval-every", "15", "-eval-n", "200", "-out", dir)
+	if code != 0 {
+		t.Fatalf("train dae: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "denoised.png") {
+		t.Errorf("no grid in output:\n%s", stdout)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "denoised.png")); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Errorf("denoised.png: %v", err)
+	}
+	code, stdout, stderr = runCLI(t, "eval", "-ckpt", dir, "-n", "200", "-json")
+	if code != 0 {
+		t.Fatalf("eval dae: exit %d\n%s", code, stderr)
+	}
+	var met map[string]float64
+	if err := json.Unmarshal([]byte(stdout), &met); err != nil || met["mse_clean"] <= 0 || met["mse_noisy"] <= 0 {
+		t.Fatalf("eval -json %q: %v", stdout, err)
 	}
 }

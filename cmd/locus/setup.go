@@ -6,6 +6,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
 )
@@ -13,7 +14,7 @@ import (
 // dataConfig is saved in checkpoints: everything needed to rebuild the data a model was
 // trained on (the vocabulary of a corpus included).
 type dataConfig struct {
-	Task       string              `json:"task"` // a toy task, or "charlm"
+	Task       string              `json:"task"` // a toy task, "charlm" or "mnist"
 	TaskConfig datasets.TaskConfig `json:"task_config"`
 	Layout     string              `json:"layout,omitempty"` // aligned or causal (toy tasks)
 	Corpus     string              `json:"corpus,omitempty"` // charlm: the text path; "" is the Go source
@@ -22,6 +23,7 @@ type dataConfig struct {
 	SeqLen     int                 `json:"seq_len"`
 	Batch      int                 `json:"batch"`
 	Seed       uint64              `json:"seed"`
+	MNIST      string              `json:"mnist,omitempty"` // mnist: the IDX folder; "" is the GoMNIST module
 }
 
 // session is a model with its data, rebuilt from flags or from a checkpoint.
@@ -34,6 +36,31 @@ type session struct {
 	task   datasets.Task
 	layout datasets.Layout
 	corpus *datasets.Corpus
+
+	// Denoising autoencoders on MNIST (data.Task "mnist") instead of a Transformer.
+	daeCfg dae.Config
+	dae    *dae.Model
+	mnist  *datasets.MNIST
+}
+
+// modelConfig is the configuration saved in checkpoints.
+func (s *session) modelConfig() any {
+	if s.dae != nil {
+		return s.daeCfg
+	}
+	return s.cfg
+}
+
+// bandwidths returns the model's learned or fixed bandwidths by layer.
+func (s *session) bandwidths() map[string][]float64 {
+	if s.dae != nil {
+		out := map[string][]float64{}
+		for i, b := range s.dae.Bandwidths() {
+			out[fmt.Sprintf("levels.%d.attn.bandwidth", i)] = b
+		}
+		return out
+	}
+	return s.model.Bandwidths()
 }
 
 func (d *dataConfig) layoutValue() (datasets.Layout, error) {
@@ -49,6 +76,9 @@ func (d *dataConfig) layoutValue() (datasets.Layout, error) {
 // loadData builds the task or corpus of d, filling in the vocabulary of a new corpus.
 func (s *session) loadData() error {
 	d := &s.data
+	if d.Task == "mnist" {
+		return s.loadMNIST()
+	}
 	if d.Task == "charlm" {
 		cfg := datasets.CorpusConfig{MaxBytes: d.MaxBytes}
 		if d.Vocab != "" {
@@ -118,16 +148,24 @@ func fromCheckpoint(path string) (*session, *train.Checkpoint, error) {
 		return nil, nil, err
 	}
 	s := &session{}
-	if err := json.Unmarshal(ck.ModelConfig, &s.cfg); err != nil {
-		return nil, nil, fmt.Errorf("%s: model config: %w", ck.Dir, err)
-	}
 	if err := json.Unmarshal(ck.DataConfig, &s.data); err != nil {
 		return nil, nil, fmt.Errorf("%s: data config: %w", ck.Dir, err)
+	}
+	cfg := any(&s.cfg)
+	if s.data.Task == "mnist" {
+		cfg = &s.daeCfg
+	}
+	if err := json.Unmarshal(ck.ModelConfig, cfg); err != nil {
+		return nil, nil, fmt.Errorf("%s: model config: %w", ck.Dir, err)
 	}
 	if err := s.loadData(); err != nil {
 		return nil, nil, err
 	}
-	if err := s.build(0); err != nil {
+	build := s.build
+	if s.data.Task == "mnist" {
+		build = s.buildDAE
+	}
+	if err := build(0); err != nil {
 		return nil, nil, err
 	}
 	if err := ck.ApplyParams(s.params); err != nil {
@@ -141,6 +179,9 @@ func fromCheckpoint(path string) (*session, *train.Checkpoint, error) {
 
 // metrics evaluates the model on fresh validation data.
 func (s *session) metrics(n int, seed uint64) (train.Metrics, error) {
+	if s.dae != nil {
+		return s.daeMetrics(n, seed)
+	}
 	if s.corpus != nil {
 		batches := max(1, n/s.data.Batch)
 		return transformer.CorpusMetrics(s.run, s.corpus, batches, s.data.Batch, s.data.SeqLen, seed)

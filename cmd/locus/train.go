@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/optim"
 	"github.com/locusml/locus/train"
@@ -25,8 +27,8 @@ func init() {
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("train", "[flags]", stderr)
-	taskName := fs.String("task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+") or charlm")
-	modelName := fs.String("model", "transformer", "model: transformer")
+	taskName := fs.String("task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+"), charlm, or mnist (with -model dae or ldae)")
+	modelName := fs.String("model", "transformer", "model: transformer, dae (MLP denoising autoencoder) or ldae (localized DAE)")
 	arch := fs.String("arch", "", "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
 	kernel := fs.String("kernel", "exponential", "attention kernel: "+strings.Join(layers.KernelNames(), ", "))
 	bandwidth := fs.String("bandwidth", "fixed", "bandwidth mode: "+strings.Join(transformer.BandwidthNames(), ", "))
@@ -49,12 +51,23 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	evalEvery := fs.Int("eval-every", 200, "evaluate every N steps")
 	evalN := fs.Int("eval-n", 1000, "validation examples per evaluation")
 	keep := fs.Int("keep", 3, "step checkpoints to keep")
+	noise := fs.String("noise", "gaussian", "dae, ldae: corruption (gaussian, mask or saltpepper)")
+	sigma := fs.Float64("sigma", 0.3, "dae, ldae: noise level (Gaussian σ, or the corrupted fraction)")
+	mnistDir := fs.String("mnist", "", "dae, ldae: folder of the MNIST IDX files (default: the GoMNIST module)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	isDAE := *modelName == "dae" || *modelName == "ldae"
+	if isDAE && !set["task"] {
+		*taskName = "mnist"
+	}
 	switch {
-	case *modelName != "transformer":
-		return usageErrorf("unknown -model %q (want transformer)", *modelName)
+	case *modelName != "transformer" && !isDAE:
+		return usageErrorf("unknown -model %q (want transformer, dae or ldae)", *modelName)
+	case isDAE != (*taskName == "mnist"):
+		return usageErrorf("-task mnist goes with -model dae or ldae (got -model %s -task %s)", *modelName, *taskName)
 	case *steps <= 0:
 		return usageErrorf("-steps must be > 0, got %d", *steps)
 	case *batch <= 0:
@@ -66,14 +79,38 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	case *evalEvery < 0 || *evalN <= 0:
 		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
 	}
-	if *taskName != "charlm" && !slices.Contains(datasets.TaskNames(), *taskName) {
-		return usageErrorf("unknown -task %q (valid: %s, charlm)", *taskName, strings.Join(datasets.TaskNames(), ", "))
+	if *taskName != "charlm" && *taskName != "mnist" && !slices.Contains(datasets.TaskNames(), *taskName) {
+		return usageErrorf("unknown -task %q (valid: %s, charlm, mnist)", *taskName, strings.Join(datasets.TaskNames(), ", "))
 	}
 	if *taskName != "charlm" && *data != "" {
 		return usageErrorf("-data is for -task charlm")
 	}
 
-	s := &session{data: dataConfig{Task: *taskName, Batch: *batch, Seed: *seed}}
+	s := &session{data: dataConfig{Task: *taskName, Batch: *batch, Seed: *seed, MNIST: *mnistDir}}
+	if isDAE {
+		if !set["batch"] {
+			s.data.Batch = 128
+		}
+		s.daeCfg = dae.DefaultConfig()
+		if *modelName == "ldae" {
+			s.daeCfg = dae.DefaultLocalizedConfig()
+		}
+		s.daeCfg.Noise, s.daeCfg.Sigma = *noise, *sigma
+		if err := s.daeCfg.Validate(); err != nil {
+			return usageErrorf("%v", err)
+		}
+		if err := s.loadData(); err != nil {
+			return err
+		}
+		if err := s.buildDAE(*seed); err != nil {
+			return err
+		}
+		d, err := s.newDAEData()
+		if err != nil {
+			return err
+		}
+		return s.fit(d, *steps, *lr, *evalEvery, *evalN, *keep, *out, *resume, *seed, stdout, stderr)
+	}
 	if *arch == "" {
 		*arch = "encoder"
 		if *taskName == "charlm" {
@@ -112,13 +149,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err := s.build(*seed); err != nil {
 		return err
 	}
-	acfg := optim.DefaultAdamConfig()
-	acfg.LR = *lr
-	opt, err := optim.NewAdam(optim.All(s.params.List()), acfg)
-	if err != nil {
-		return err
-	}
 	var stream *datasets.Stream
+	var err error
 	if s.corpus != nil {
 		stream, err = datasets.NewCorpusStream(s.corpus, datasets.Train, *batch, s.data.SeqLen, *seed+1)
 	} else {
@@ -127,37 +159,56 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	dir := *out
-	if dir == "" && *resume == "" {
-		dir = filepath.Join("runs", *taskName)
-	}
-	if *resume == "" {
-		if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
-			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
-		}
-	}
 	var loopData train.Data = &transformer.StreamData{Stream: stream, Tokens: s.corpus != nil}
 	if s.cfg.Arch == "encdec" {
 		loopData = &transformer.EncDecData{Stream: stream, BOS: s.task.Vocab()}
 	}
-	best, mode := "val_"+transformer.MetricLoss, "min"
+	return s.fit(loopData, *steps, *lr, *evalEvery, *evalN, *keep, *out, *resume, *seed, stdout, stderr)
+}
+
+// fit trains the session's model with Adam on data, checkpointing into a run directory
+// (out, or runs/<task>), and prints the summary.
+func (s *session) fit(data train.Data, steps int, lr float64, evalEvery, evalN, keep int, out, resume string, seed uint64, stdout, stderr io.Writer) error {
+	acfg := optim.DefaultAdamConfig()
+	acfg.LR = lr
+	opt, err := optim.NewAdam(optim.All(s.params.List()), acfg)
+	if err != nil {
+		return err
+	}
+	dir := out
+	if dir == "" && resume == "" {
+		dir = filepath.Join("runs", s.data.Task)
+	}
+	if resume == "" {
+		if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
+			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
+		}
+	}
+	best := "val_" + transformer.MetricLoss
+	if s.dae != nil {
+		best = "val_" + metricMSEClean
+	}
 	loop := &train.Loop{
-		Model: s.run, Optimizer: opt, Data: loopData,
-		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(*evalN, *seed+2) },
-		Steps: *steps, EvalEvery: *evalEvery, CheckpointEvery: *evalEvery,
-		Dir: dir, KeepLast: *keep, Best: best, BestMode: mode,
-		ItemsName: "samples", ModelConfig: s.cfg, DataConfig: s.data, Out: stderr,
+		Model: s.run, Optimizer: opt, Data: data,
+		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(evalN, seed+2) },
+		Steps: steps, EvalEvery: evalEvery, CheckpointEvery: evalEvery,
+		Dir: dir, KeepLast: keep, Best: best, BestMode: "min",
+		ItemsName: "samples", ModelConfig: s.modelConfig(), DataConfig: s.data, Out: stderr,
 	}
 	if s.corpus != nil {
 		loop.ItemsName = "tokens"
 	}
-	if *resume != "" {
-		if err := loop.Resume(*resume); err != nil {
+	if resume != "" {
+		if err := loop.Resume(resume); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(stderr, "locus train: %s, %s %d×%d, %d heads, kernel %s, bandwidth %s, %d parameters -> %s\n",
-		*taskName, *arch, s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Kernel, s.cfg.Bandwidth, s.params.NumElements(), loop.Dir)
+	if s.dae != nil {
+		fmt.Fprintf(stderr, "locus train: mnist, %s, %d parameters -> %s\n", s.daeCfg, s.params.NumElements(), loop.Dir)
+	} else {
+		fmt.Fprintf(stderr, "locus train: %s, %s %d×%d, %d heads, kernel %s, bandwidth %s, %d parameters -> %s\n",
+			s.data.Task, s.cfg.Arch, s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Kernel, s.cfg.Bandwidth, s.params.NumElements(), loop.Dir)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := loop.Run(ctx)
@@ -172,7 +223,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
 	}
 	fmt.Fprintf(stdout, "  %.0f %s/s  %s\ncheckpoint: %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8), sum.Checkpoint)
-	if bw := s.model.Bandwidths(); len(bw) > 0 && s.cfg.Bandwidth != "fixed" {
+	if s.dae != nil {
+		grid, err := s.writeDAEGrid(loop.Dir, seed+3)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "denoised test digits: %s\n", grid)
+	}
+	if s.dae != nil || s.cfg.Bandwidth != "fixed" {
+		bw := s.bandwidths()
 		for _, k := range sortedKeys(bw) {
 			fmt.Fprintf(stdout, "bandwidth %s = %.4g\n", k, bw[k])
 		}

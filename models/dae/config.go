@@ -1,0 +1,140 @@
+package dae
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Model kinds accepted by Config.Kind.
+const (
+	KindMLP       = "dae"  // the MLP denoising autoencoder
+	KindLocalized = "ldae" // the localized DAE: local means over learned prototypes
+)
+
+// Kernels accepted by Config.Kernel for the localized DAE.
+const (
+	KernelGaussian    = "gaussian"    // log K(q, k) = −‖q − k‖² / (2h²)
+	KernelExponential = "exponential" // log K(q, k) = q·k / h
+)
+
+// Config describes a denoising autoencoder. Start from DefaultConfig or
+// DefaultLocalizedConfig: zero values are not defaults.
+//
+// Parameter names. Linear layers have "weight" [out, in] (PyTorch's nn.Linear layout,
+// y = x·Wᵀ + b) and "bias" [out]. The MLP ("dae") has one Linear layer per step of
+// In → Hidden… → In, named "enc.<i>" up to and including the narrowest hidden layer and
+// "dec.<i>" after it: for the reference 784-256-64-256-784, enc.0 (784→256), enc.1
+// (256→64), dec.0 (64→256), dec.1 (256→784).
+//
+// The localized DAE ("ldae") has "enc" (In→Width), then per level "level.<l>":
+// "memory" [Prototypes, Width] (the learned prototypes), "attn" (a layers.KernelAttention
+// of the level's input over the memory: "attn.q", "attn.k", "attn.v", "attn.o" Linear
+// Width→Width and "attn.bandwidth.rho" [Heads], h = softplus(ρ) + MinBandwidth) and "map"
+// (Width→Width); then "dec" (Width→In).
+type Config struct {
+	// Kind is KindMLP or KindLocalized.
+	Kind string
+	// In is the number of input coordinates (784 for MNIST).
+	In int
+
+	// Hidden lists the MLP's hidden widths, encoder then decoder.
+	Hidden []int
+
+	// Levels is the number of local-mean levels of the localized DAE.
+	Levels int
+	// Prototypes is the number of memory slots per head and level.
+	Prototypes int
+	// Heads is the number of kernels per level, each with its own query, key and value
+	// maps (Width/Heads columns) and bandwidth.
+	Heads int
+	// Width is the width of the code: the encoder's output, each level's attention and
+	// pointwise map; a multiple of Heads.
+	Width int
+	// Kernel is KernelGaussian or KernelExponential.
+	Kernel string
+	// InitBandwidth is the initial bandwidth h of every head.
+	InitBandwidth float64
+	// MinBandwidth is the floor h_min of the learned bandwidth.
+	MinBandwidth float64
+
+	// Noise is the training corruption: NoiseGaussian, NoiseMask or NoiseSaltPepper.
+	Noise string
+	// Sigma is the noise level: the standard deviation for Gaussian noise, the fraction
+	// of coordinates for masking and salt-and-pepper.
+	Sigma float64
+}
+
+// DefaultConfig returns the reference MLP DAE: 784-256-64-256-784 trained with
+// Gaussian noise of σ = 0.3.
+func DefaultConfig() Config {
+	return Config{Kind: KindMLP, In: 784, Hidden: []int{256, 64, 256}, Noise: NoiseGaussian, Sigma: 0.3}
+}
+
+// DefaultLocalizedConfig returns a localized DAE for MNIST: width 256, two levels of 4
+// Gaussian heads over 128 prototypes, trained with Gaussian noise of σ = 0.3.
+func DefaultLocalizedConfig() Config {
+	return Config{
+		Kind: KindLocalized, In: 784,
+		Levels: 2, Prototypes: 128, Heads: 4, Width: 256,
+		Kernel: KernelGaussian, InitBandwidth: 2, MinBandwidth: 0.05,
+		Noise: NoiseGaussian, Sigma: 0.3,
+	}
+}
+
+// Validate reports the first problem with c.
+func (c Config) Validate() error {
+	if c.In < 1 {
+		return fmt.Errorf("dae config: In=%d must be positive", c.In)
+	}
+	if _, err := NewCorruption(c.Noise, c.Sigma); err != nil {
+		return fmt.Errorf("dae config: %w", err)
+	}
+	switch c.Kind {
+	case KindMLP:
+		if len(c.Hidden) == 0 {
+			return fmt.Errorf("dae config: the MLP needs at least one hidden layer")
+		}
+		for _, h := range c.Hidden {
+			if h < 1 {
+				return fmt.Errorf("dae config: hidden widths %v must be positive", c.Hidden)
+			}
+		}
+	case KindLocalized:
+		if c.Levels < 1 || c.Prototypes < 1 || c.Heads < 1 || c.Width < 1 {
+			return fmt.Errorf("dae config: Levels=%d Prototypes=%d Heads=%d Width=%d must be positive",
+				c.Levels, c.Prototypes, c.Heads, c.Width)
+		}
+		if c.Width%c.Heads != 0 {
+			return fmt.Errorf("dae config: Width=%d is not a multiple of Heads=%d", c.Width, c.Heads)
+		}
+		if c.Kernel != KernelGaussian && c.Kernel != KernelExponential {
+			return fmt.Errorf("dae config: unknown kernel %q (valid: %s, %s)", c.Kernel, KernelGaussian, KernelExponential)
+		}
+		if c.MinBandwidth < 0 || c.InitBandwidth <= c.MinBandwidth {
+			return fmt.Errorf("dae config: need 0 <= MinBandwidth (%g) < InitBandwidth (%g)", c.MinBandwidth, c.InitBandwidth)
+		}
+	default:
+		return fmt.Errorf("dae config: unknown kind %q (valid: %s, %s)", c.Kind, KindMLP, KindLocalized)
+	}
+	return nil
+}
+
+// String describes c on one line.
+func (c Config) String() string {
+	var b strings.Builder
+	switch c.Kind {
+	case KindMLP:
+		fmt.Fprintf(&b, "dae %d", c.In)
+		for _, h := range c.Hidden {
+			fmt.Fprintf(&b, "-%d", h)
+		}
+		fmt.Fprintf(&b, "-%d", c.In)
+	case KindLocalized:
+		fmt.Fprintf(&b, "ldae in=%d width=%d levels=%d prototypes=%d heads=%d kernel=%s h0=%g h_min=%g",
+			c.In, c.Width, c.Levels, c.Prototypes, c.Heads, c.Kernel, c.InitBandwidth, c.MinBandwidth)
+	default:
+		fmt.Fprintf(&b, "%q", c.Kind)
+	}
+	fmt.Fprintf(&b, " noise=%s(%g)", c.Noise, c.Sigma)
+	return b.String()
+}
