@@ -139,6 +139,27 @@ type adamCoefs struct {
 // adamUpdate follows torch's _single_tensor_adam and _single_tensor_adamw (not
 // capturable); vmax is nil without AMSGrad.
 func adamUpdate[T float](p, g, m, v, vmax []T, k *adamCoefs) {
+	if len(p) < parallelMin {
+		adamUpdateSerial(p, g, m, v, vmax, k) // small steps allocate nothing
+		return
+	}
+	adamUpdateParallel(p, g, m, v, vmax, *k)
+}
+
+// adamUpdateParallel is adamUpdate over two goroutines; its arguments escape to the
+// heap, so only large updates come here.
+func adamUpdateParallel[T float](p, g, m, v, vmax []T, kv adamCoefs) {
+	k := &kv
+	chunks(len(p), func(_, lo, hi int) {
+		var vm []T
+		if vmax != nil {
+			vm = vmax[lo:hi]
+		}
+		adamUpdateSerial(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], vm, k)
+	})
+}
+
+func adamUpdateSerial[T float](p, g, m, v, vmax []T, k *adamCoefs) {
 	b1, b2 := T(k.beta1), T(k.beta2)
 	c1, c2 := T(1-k.beta1), T(1-k.beta2)
 	negStep, bc2, eps := T(-k.stepSize), T(k.bc2Sqrt), T(k.eps)

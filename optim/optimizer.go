@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"sync"
 
 	"github.com/locusml/locus/autodiff"
 	"gorgonia.org/tensor"
@@ -381,13 +382,48 @@ func copyInto[T float](dst []T, src any) {
 	}
 }
 
-// sumSquares returns Σ x² accumulated in float64.
+// sumSquares returns Σ x² accumulated in float64, over two goroutines for large x.
 func sumSquares[T float](x []T) float64 {
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
+	if len(x) < parallelMin {
+		return sumSquaresSerial(x) // no closure: small steps allocate nothing
 	}
-	return s
+	var parts [2]float64
+	chunks(len(x), func(c, lo, hi int) { parts[c] = sumSquaresSerial(x[lo:hi]) })
+	return parts[0] + parts[1]
+}
+
+// sumSquaresSerial keeps four partial sums so that the additions pipeline.
+func sumSquaresSerial[T float](x []T) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		a, b, c, d := float64(x[i]), float64(x[i+1]), float64(x[i+2]), float64(x[i+3])
+		s0 += a * a
+		s1 += b * b
+		s2 += c * c
+		s3 += d * d
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i]) * float64(x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// parallelMin is the size from which element-wise updates use two goroutines.
+const parallelMin = 1 << 15
+
+// chunks calls fn(c, lo, hi) on the two halves of [0, n) in parallel (c = 0, 1).
+// Element-wise updates give the same bits as one serial pass.
+func chunks(n int, fn func(c, lo, hi int)) {
+	mid := n / 2
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		fn(1, mid, n)
+	}()
+	fn(0, 0, mid)
+	wg.Wait()
 }
 
 // scale multiplies x by c, with c rounded to T first as torch does.
