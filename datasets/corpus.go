@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -30,8 +31,11 @@ type CorpusConfig struct {
 	// MaxBytes caps the loaded text: files are read in lexical path order
 	// until the cap, the last one cut short. 0 means no cap.
 	MaxBytes int64
-	// ValFraction is the fraction of the text, taken from its end, held out
-	// for validation; 0 means 0.1. It must be in (0, 1).
+	// ValFraction is the fraction of the text held out for validation; 0
+	// means 0.1. It must be in (0, 1). A text of at least 10 SplitBlock-sized
+	// blocks holds out evenly spaced blocks (every tenth for 0.1), so that
+	// validation text comes from the whole corpus and not only from the files
+	// read last; a shorter text holds out its end.
 	ValFraction float64
 	// AllBytes uses the vocabulary of all 256 bytes instead of the bytes
 	// seen in the text.
@@ -45,9 +49,9 @@ type CorpusConfig struct {
 type Split int
 
 const (
-	// Train is the first 1-ValFraction of the text.
+	// Train is the text not held out (1-ValFraction of it).
 	Train Split = iota
-	// Validation is the last ValFraction of the text.
+	// Validation is the held-out ValFraction of the text.
 	Validation
 )
 
@@ -66,7 +70,7 @@ func (s Split) String() string {
 // encoded with a vocabulary and split into training and validation ids.
 type Corpus struct {
 	Vocab      *Vocab
-	Train, Val []int // ids of the first and last part of the text
+	Train, Val []int // ids of the training and held-out text
 	Files      int   // number of files read
 	Bytes      int   // length of the text
 }
@@ -105,9 +109,31 @@ func LoadCorpus(path string, cfg CorpusConfig) (*Corpus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load corpus %q: %w", path, err)
 	}
-	nVal := max(1, int(float64(len(ids))*valFrac))
-	cut := len(ids) - nVal
-	return &Corpus{Vocab: vocab, Train: ids[:cut:cut], Val: ids[cut:], Files: files, Bytes: len(text)}, nil
+	train, val := splitIDs(ids, valFrac)
+	return &Corpus{Vocab: vocab, Train: train, Val: val, Files: files, Bytes: len(text)}, nil
+}
+
+// SplitBlock is the size, in bytes, of the blocks a corpus's validation text is
+// drawn from.
+const SplitBlock = 64 << 10
+
+// splitIDs holds out evenly spaced blocks of ids (the end of a short text).
+func splitIDs(ids []int, valFrac float64) (train, val []int) {
+	blocks := (len(ids) + SplitBlock - 1) / SplitBlock
+	if blocks < 10 {
+		nVal := max(1, int(float64(len(ids))*valFrac))
+		cut := len(ids) - nVal
+		return ids[:cut:cut], ids[cut:]
+	}
+	for i := range blocks {
+		block := ids[i*SplitBlock : min((i+1)*SplitBlock, len(ids))]
+		if math.Floor(float64(i+1)*valFrac) > math.Floor(float64(i)*valFrac) {
+			val = append(val, block...)
+		} else {
+			train = append(train, block...)
+		}
+	}
+	return train, val
 }
 
 // readText returns the text at path and the number of files it came from.

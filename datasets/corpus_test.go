@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,5 +243,36 @@ func TestGoSourceCorpus(t *testing.T) {
 	ids, err := c.Vocab.Encode([]byte("package func"))
 	if err != nil || len(ids) != 12 {
 		t.Errorf("Go keywords do not encode: %v", err)
+	}
+}
+
+// TestCorpusSplitSpreadsValidation checks that a long text holds out evenly spaced
+// blocks, about ValFraction of it, and that nothing is lost or duplicated.
+func TestCorpusSplitSpreadsValidation(t *testing.T) {
+	dir := t.TempDir()
+	text := make([]byte, 25*SplitBlock+123)
+	for i := range text {
+		text[i] = byte('a' + (i/SplitBlock)%26) // block i is made of one letter
+	}
+	if err := os.WriteFile(filepath.Join(dir, "long.txt"), text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCorpus(filepath.Join(dir, "long.txt"), CorpusConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Train)+len(c.Val) != len(text) {
+		t.Fatalf("train %d + val %d != %d", len(c.Train), len(c.Val), len(text))
+	}
+	if frac := float64(len(c.Val)) / float64(len(text)); frac < 0.07 || frac > 0.13 {
+		t.Errorf("validation fraction %.3f, want about 0.1", frac)
+	}
+	val, _ := c.Vocab.Decode(c.Val)
+	seen := map[byte]bool{}
+	for i := 0; i < len(val); i += SplitBlock {
+		seen[val[i]] = true
+	}
+	if len(seen) < 2 || !seen['j'] {
+		t.Errorf("validation blocks %q are not spread over the text", fmt.Sprint(seen))
 	}
 }
