@@ -1,9 +1,10 @@
 // Package gemm is a single-precision general matrix multiply for row-major matrices:
 // C = alpha·op(A)·op(B) + beta·C, with op(X) = X or Xᵀ and leading dimensions, as BLAS's
 // sgemm. It packs panels of A and B (so transposes and strided views cost nothing extra)
-// and runs a 6×16 register-blocked micro-kernel, in AVX2/FMA assembly on amd64 CPUs that
-// have it and in plain Go elsewhere. Sgemm is serial; Parallel splits large products
-// over GOMAXPROCS goroutines.
+// and runs a register-blocked micro-kernel, chosen at run time: 12×32 in AVX-512 assembly
+// on amd64 CPUs with AVX-512F, 6×16 in AVX2/FMA assembly on other amd64 CPUs with AVX2 and
+// FMA, and 6×16 in plain Go elsewhere (and with -tags purego). Sgemm is serial; Parallel
+// splits large products over GOMAXPROCS goroutines.
 package gemm
 
 import (
@@ -11,19 +12,38 @@ import (
 	"sync"
 )
 
-// Micro-kernel tile and cache blocking sizes.
+// Cache blocking sizes. The micro-tile (mr×nr) is the chosen micro-kernel's; mc is a
+// multiple of every kernel's mr.
 const (
-	mr = 6   // rows of a micro-tile
-	nr = 16  // columns of a micro-tile
 	kc = 256 // depth of a packed panel
-	mc = 96  // rows of A packed at once (a multiple of mr)
+	mc = 96  // rows of A packed at once
 	nc = 2048
+
+	maxMR = 12 // largest micro-tile
+	maxNR = 32
 )
+
+// A microKernel adds the product of an mr-row packed A panel and an nr-column packed B
+// panel over depth k into an mr×nr tile of c (leading dimension ldc).
+type microKernel struct {
+	name   string
+	mr, nr int
+	packed func(k int, a, b, c []float32, ldc int)
+	// direct is packed with A's mr rows read in place at stride lda; nil where the kernel
+	// needs A packed.
+	direct func(k int, a []float32, lda int, b, c []float32, ldc int)
+}
+
+// goKernel is the portable kernel, in plain Go.
+var goKernel = &microKernel{name: "go", mr: 6, nr: 16, packed: kernelGo}
+
+// active is the kernel Sgemm uses: the best of kernels() (tests switch it).
+var active = kernels()[0]
 
 type workspace struct {
 	a   []float32 // mc × kc packed A
 	b   []float32 // kc × nc packed B
-	tmp [mr * nr]float32
+	tmp [maxMR * maxNR]float32
 }
 
 var pool = sync.Pool{New: func() any {
@@ -34,6 +54,10 @@ var pool = sync.Pool{New: func() any {
 // row-major: element (i, j) of A is a[i·lda+j] (of the stored matrix, before op).
 // beta = 0 overwrites C without reading it.
 func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -46,16 +70,16 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			packB(transB, b, ldb, pc, jc, kb, nb, ws.b)
-			if !transA && alpha == 1 && hasDirect {
+			packB(kr.nr, transB, b, ldb, pc, jc, kb, nb, ws.b)
+			if !transA && alpha == 1 && kr.direct != nil {
 				// A is read in place by the micro-kernel; only edge rows are packed.
-				macroDirect(m, nb, kb, ws, a, lda, pc, c[jc:], ldc)
+				macroDirect(kr, m, nb, kb, ws, a, lda, pc, c[jc:], ldc)
 				continue
 			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
-				packA(transA, a, lda, ic, pc, mb, kb, alpha, ws.a)
-				macro(mb, nb, kb, ws, c[ic*ldc+jc:], ldc)
+				packA(kr.mr, transA, a, lda, ic, pc, mb, kb, alpha, ws.a)
+				macro(kr, mb, nb, kb, ws, c[ic*ldc+jc:], ldc)
 			}
 		}
 	}
@@ -78,21 +102,37 @@ func scaleC(m, n int, beta float32, c []float32, ldc int) {
 	}
 }
 
+// copyN copies len(dst) (one of the tile sizes) values of src into dst.
+func copyN(dst, src []float32) {
+	switch len(dst) {
+	case 6:
+		*(*[6]float32)(dst) = *(*[6]float32)(src)
+	case 12:
+		*(*[12]float32)(dst) = *(*[12]float32)(src)
+	case 16:
+		*(*[16]float32)(dst) = *(*[16]float32)(src)
+	case 32:
+		*(*[32]float32)(dst) = *(*[32]float32)(src)
+	default:
+		copy(dst, src[:len(dst)])
+	}
+}
+
 // packA packs rows ic..ic+mb−1, columns pc..pc+kb−1 of op(A), times alpha, into panels
 // of mr rows: panel r holds, for each p, the mr values op(A)[ic+r·mr+i, pc+p]; missing
 // rows are zero.
-func packA(trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
+func packA(mr int, trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
 	for r := 0; r < mb; r += mr {
 		rows := min(mr, mb-r)
 		panel := dst[r*kb : r*kb+mr*kb]
 		if !trans {
-			if rows == mr && alpha == 1 {
+			if mr == 6 && rows == mr && alpha == 1 {
 				// The common case: six contiguous rows.
 				base := (ic+r)*lda + pc
 				a0, a1, a2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
 				a3, a4, a5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
 				for p := range kb {
-					q := panel[p*mr : p*mr+mr : p*mr+mr]
+					q := panel[p*6 : p*6+6 : p*6+6]
 					q[0], q[1], q[2], q[3], q[4], q[5] = a0[p], a1[p], a2[p], a3[p], a4[p], a5[p]
 				}
 				continue
@@ -105,6 +145,12 @@ func packA(trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst 
 					continue
 				}
 				row := a[(ic+r+i)*lda+pc : (ic+r+i)*lda+pc+kb]
+				if alpha == 1 {
+					for p, v := range row {
+						panel[p*mr+i] = v
+					}
+					continue
+				}
 				for p, v := range row {
 					panel[p*mr+i] = alpha * v
 				}
@@ -116,11 +162,10 @@ func packA(trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst 
 			q := panel[p*mr : p*mr+mr]
 			src := a[(pc+p)*lda+ic+r:]
 			if rows == mr {
-				src = src[:mr]
 				if alpha == 1 {
-					*(*[mr]float32)(q) = *(*[mr]float32)(src)
+					copyN(q, src)
 				} else {
-					for i, v := range src {
+					for i, v := range src[:mr] {
 						q[i] = alpha * v
 					}
 				}
@@ -140,7 +185,7 @@ func packA(trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst 
 // packB packs rows pc..pc+kb−1, columns jc..jc+nb−1 of op(B) into panels of nr columns:
 // panel s holds, for each p, the nr values op(B)[pc+p, jc+s·nr+j]; missing columns are
 // zero.
-func packB(trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float32) {
+func packB(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float32) {
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
 		panel := dst[s*kb : s*kb+nr*kb]
@@ -149,7 +194,7 @@ func packB(trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float32) {
 				q := panel[p*nr : p*nr+nr]
 				src := b[(pc+p)*ldb+jc+s:]
 				if cols == nr {
-					*(*[nr]float32)(q) = *(*[nr]float32)(src)
+					copyN(q, src)
 					continue
 				}
 				copy(q, src[:cols])
@@ -157,8 +202,21 @@ func packB(trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float32) {
 			}
 			continue
 		}
-		// op(B) = Bᵀ: op(B)[p, j] = b[j·ldb + p]; walk the stored rows, four at a time.
+		// op(B) = Bᵀ: op(B)[p, j] = b[j·ldb + p]; walk the stored rows, eight or four at
+		// a time.
 		j := 0
+		for ; j+8 <= cols; j += 8 {
+			base := (jc+s+j)*ldb + pc
+			r0, r1 := b[base:base+kb], b[base+ldb:base+ldb+kb]
+			r2, r3 := b[base+2*ldb:base+2*ldb+kb], b[base+3*ldb:base+3*ldb+kb]
+			r4, r5 := b[base+4*ldb:base+4*ldb+kb], b[base+5*ldb:base+5*ldb+kb]
+			r6, r7 := b[base+6*ldb:base+6*ldb+kb], b[base+7*ldb:base+7*ldb+kb]
+			for p := range kb {
+				q := panel[p*nr+j : p*nr+j+8 : p*nr+j+8]
+				q[0], q[1], q[2], q[3] = r0[p], r1[p], r2[p], r3[p]
+				q[4], q[5], q[6], q[7] = r4[p], r5[p], r6[p], r7[p]
+			}
+		}
 		for ; j+4 <= cols; j += 4 {
 			base := (jc+s+j)*ldb + pc
 			r0, r1 := b[base:base+kb], b[base+ldb:base+ldb+kb]
@@ -183,9 +241,20 @@ func packB(trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float32) {
 	}
 }
 
+// addTile adds the rows×cols corner of t (row stride nr) into c (ldc).
+func addTile(rows, cols, nr int, t, c []float32, ldc int) {
+	for i := range rows {
+		dst := c[i*ldc : i*ldc+cols]
+		for j, v := range t[i*nr : i*nr+cols] {
+			dst[j] += v
+		}
+	}
+}
+
 // macro multiplies the packed mb×kb block of A by the packed kb×nb block of B, adding
 // into c (ldc).
-func macro(mb, nb, kb int, ws *workspace, c []float32, ldc int) {
+func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int) {
+	mr, nr := kr.mr, kr.nr
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
 		bp := ws.b[s*kb:]
@@ -193,28 +262,24 @@ func macro(mb, nb, kb int, ws *workspace, c []float32, ldc int) {
 			rows := min(mr, mb-r)
 			ap := ws.a[r*kb:]
 			if rows == mr && cols == nr {
-				kernel(kb, ap, bp, c[r*ldc+s:], ldc)
+				kr.packed(kb, ap, bp, c[r*ldc+s:], ldc)
 				continue
 			}
-			t := ws.tmp[:]
+			t := ws.tmp[:mr*nr]
 			clear(t)
-			kernel(kb, ap, bp, t, nr)
-			for i := range rows {
-				dst := c[(r+i)*ldc+s : (r+i)*ldc+s+cols]
-				for j, v := range t[i*nr : i*nr+cols] {
-					dst[j] += v
-				}
-			}
+			kr.packed(kb, ap, bp, t, nr)
+			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc)
 		}
 	}
 }
 
 // macroDirect is macro with A (not transposed, alpha 1) read in place from rows 0..m−1,
 // columns pc..pc+kb−1 of a; a last partial tile of rows is packed.
-func macroDirect(m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int) {
+func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int) {
+	mr, nr := kr.mr, kr.nr
 	full := m / mr * mr
 	if full < m {
-		packA(false, a, lda, full, pc, m-full, kb, 1, ws.a)
+		packA(mr, false, a, lda, full, pc, m-full, kb, 1, ws.a)
 	}
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
@@ -222,28 +287,24 @@ func macroDirect(m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []flo
 		for r := 0; r < m; r += mr {
 			rows := min(mr, m-r)
 			if rows == mr && cols == nr {
-				kernelDirect(kb, a[r*lda+pc:], lda, bp, c[r*ldc+s:], ldc)
+				kr.direct(kb, a[r*lda+pc:], lda, bp, c[r*ldc+s:], ldc)
 				continue
 			}
-			t := ws.tmp[:]
+			t := ws.tmp[:mr*nr]
 			clear(t)
 			if rows == mr {
-				kernelDirect(kb, a[r*lda+pc:], lda, bp, t, nr)
+				kr.direct(kb, a[r*lda+pc:], lda, bp, t, nr)
 			} else {
-				kernel(kb, ws.a, bp, t, nr)
+				kr.packed(kb, ws.a, bp, t, nr)
 			}
-			for i := range rows {
-				dst := c[(r+i)*ldc+s : (r+i)*ldc+s+cols]
-				for j, v := range t[i*nr : i*nr+cols] {
-					dst[j] += v
-				}
-			}
+			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc)
 		}
 	}
 }
 
 // kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel over k.
 func kernelGo(k int, a, b, c []float32, ldc int) {
+	const mr, nr = 6, 16
 	var acc [mr][nr]float32
 	for p := range k {
 		bp := b[p*nr : p*nr+nr : p*nr+nr]
@@ -266,15 +327,20 @@ func kernelGo(k int, a, b, c []float32, ldc int) {
 // Parallel is Sgemm split over up to GOMAXPROCS goroutines by rows of C (or by columns
 // when C has few rows); small products run serially.
 func Parallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	parallel(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	workers := runtime.GOMAXPROCS(0)
 	if workers <= 1 || m*n*k < 1<<18 {
-		Sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		sgemm(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
+	mr, nr := kr.mr, kr.nr
 	var wg sync.WaitGroup
 	// Splitting rows makes every worker pack all of op(B); splitting columns makes every
 	// worker pack all of op(A), which costs nothing when A is read in place.
-	directA := !transA && alpha == 1 && hasDirect
+	directA := !transA && alpha == 1 && kr.direct != nil
 	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
 	if splitRows {
 		chunk := (m/workers + mr - 1) / mr * mr
@@ -289,7 +355,7 @@ func Parallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 			wg.Add(1)
 			go func(lo, hi int, aa []float32) {
 				defer wg.Done()
-				Sgemm(transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc)
+				sgemm(kr, transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc)
 			}(lo, hi, aa)
 		}
 	} else {
@@ -308,7 +374,7 @@ func Parallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 			wg.Add(1)
 			go func(lo, hi int, bb []float32) {
 				defer wg.Done()
-				Sgemm(transA, transB, m, hi-lo, k, alpha, a, lda, bb, ldb, beta, c[lo:], ldc)
+				sgemm(kr, transA, transB, m, hi-lo, k, alpha, a, lda, bb, ldb, beta, c[lo:], ldc)
 			}(lo, hi, bb)
 		}
 	}

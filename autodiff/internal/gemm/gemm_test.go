@@ -1,6 +1,7 @@
 package gemm
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -37,50 +38,122 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 	return v
 }
 
+// withKernel runs f with kr as the active micro-kernel.
+func withKernel(kr *microKernel, f func()) {
+	old := active
+	active = kr
+	defer func() { active = old }()
+	f()
+}
+
+func TestKernels(t *testing.T) {
+	ks := kernels()
+	if ks[len(ks)-1] != goKernel {
+		t.Fatalf("the pure-Go kernel is not the last resort")
+	}
+	if active != ks[0] {
+		t.Fatalf("active kernel %s, want %s", active.name, ks[0].name)
+	}
+	for _, kr := range ks {
+		if kr.mr > maxMR || kr.nr > maxNR || mc%kr.mr != 0 || nc%kr.nr != 0 {
+			t.Errorf("kernel %s: tile %d×%d does not fit the blocking", kr.name, kr.mr, kr.nr)
+		}
+		t.Logf("kernel %s: %d×%d, direct %v", kr.name, kr.mr, kr.nr, kr.direct != nil)
+	}
+}
+
+// checkSgemm compares Sgemm and Parallel, under every available micro-kernel, with a
+// float64 reference on random inputs with padded leading dimensions.
+func checkSgemm(t *testing.T, rng *rand.Rand, m, n, k int, ta, tb bool, alpha, beta float32) {
+	t.Helper()
+	lda, ldb, ldc := k+3, n+1, n+2
+	if ta {
+		lda = m + 3
+	}
+	if tb {
+		ldb = k + 1
+	}
+	arows, brows := m, k
+	if ta {
+		arows = k
+	}
+	if tb {
+		brows = n
+	}
+	a := randSlice(rng, arows*lda)
+	b := randSlice(rng, brows*ldb)
+	c := randSlice(rng, m*ldc)
+	want := append([]float32(nil), c...)
+	naive(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
+	for _, kr := range kernels() {
+		for _, par := range []bool{false, true} {
+			got := append([]float32(nil), c...)
+			withKernel(kr, func() {
+				if par {
+					Parallel(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, got, ldc)
+				} else {
+					Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, got, ldc)
+				}
+			})
+			for i := range got {
+				if d := math.Abs(float64(got[i] - want[i])); !(d <= 1e-4*math.Sqrt(float64(k)+1)*(1+math.Abs(float64(want[i])))) {
+					t.Fatalf("kernel %s m=%d n=%d k=%d ta=%v tb=%v alpha=%v beta=%v par=%v: c[%d] (row %d col %d) = %v, want %v",
+						kr.name, m, n, k, ta, tb, alpha, beta, par, i, i/ldc, i%ldc, got[i], want[i])
+				}
+			}
+		}
+	}
+}
+
 func TestSgemm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	sizes := [][3]int{{1, 1, 1}, {6, 16, 1}, {7, 17, 3}, {13, 5, 300}, {100, 33, 257}, {64, 64, 16}, {200, 2100, 9}, {5, 40, 600}}
+	sizes := [][3]int{
+		{1, 1, 1}, {1, 1, 7}, {1, 40, 5}, {40, 1, 5}, {6, 16, 1}, {12, 32, 1}, {12, 32, 2},
+		{7, 17, 3}, {11, 31, 1}, {13, 33, 2}, {13, 5, 300}, {100, 33, 257}, {64, 64, 16},
+		{200, 2100, 9}, {5, 40, 600}, {24, 64, 255}, {25, 65, 513}, {97, 95, 31}, {128, 80, 77},
+	}
 	for _, sz := range sizes {
 		m, n, k := sz[0], sz[1], sz[2]
 		for _, ta := range []bool{false, true} {
 			for _, tb := range []bool{false, true} {
 				for _, ab := range [][2]float32{{1, 0}, {0.5, 1}, {-2, 0.25}} {
-					lda, ldb, ldc := k+3, n+1, n+2
-					if ta {
-						lda = m + 3
-					}
-					if tb {
-						ldb = k + 1
-					}
-					arows, brows := m, k
-					if ta {
-						arows = k
-					}
-					if tb {
-						brows = n
-					}
-					a := randSlice(rng, arows*lda)
-					b := randSlice(rng, brows*ldb)
-					c := randSlice(rng, m*ldc)
-					want := append([]float32(nil), c...)
-					naive(ta, tb, m, n, k, ab[0], a, lda, b, ldb, ab[1], want, ldc)
-					for _, par := range []bool{false, true} {
-						got := append([]float32(nil), c...)
-						if par {
-							Parallel(ta, tb, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
-						} else {
-							Sgemm(ta, tb, m, n, k, ab[0], a, lda, b, ldb, ab[1], got, ldc)
-						}
-						for i := range got {
-							if d := math.Abs(float64(got[i] - want[i])); d > 1e-4*math.Sqrt(float64(k))*(1+math.Abs(float64(want[i]))) {
-								t.Fatalf("m=%d n=%d k=%d ta=%v tb=%v alpha=%v beta=%v par=%v: c[%d] = %v, want %v", m, n, k, ta, tb, ab[0], ab[1], par, i, got[i], want[i])
-							}
-						}
-					}
+					checkSgemm(t, rng, m, n, k, ta, tb, ab[0], ab[1])
 				}
 			}
 		}
 	}
+}
+
+// TestSgemmShapes sweeps every m, n up to a few micro-tiles (both kernels' partial tiles
+// in each direction) and depths around the unrolling and kc edges.
+func TestSgemmShapes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	ms := []int{1, 2, 5, 6, 7, 11, 12, 13, 18, 23, 24, 25, 36, 37}
+	ns := []int{1, 3, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 97}
+	ks := []int{1, 2, 3, 8, 255, 256, 257}
+	if testing.Short() {
+		ks = []int{1, 3, 257}
+	}
+	for _, m := range ms {
+		for _, n := range ns {
+			for _, k := range ks {
+				ta, tb := rng.IntN(2) == 0, rng.IntN(2) == 0
+				alpha := float32(1)
+				if rng.IntN(3) == 0 {
+					alpha = 0.75
+				}
+				checkSgemm(t, rng, m, n, k, ta, tb, alpha, 0)
+				checkSgemm(t, rng, m, n, k, !ta, !tb, 1, 1)
+			}
+		}
+	}
+}
+
+// TestSgemmWide covers n beyond nc and k beyond kc with every kernel.
+func TestSgemmWide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	checkSgemm(t, rng, 13, nc+37, 300, false, true, 1, 0)
+	checkSgemm(t, rng, 25, nc+1, 5, true, false, 1, 0.5)
 }
 
 func f64(x []float32) []float64 {
@@ -155,3 +228,42 @@ func BenchmarkLinear4096x128x128Par(b *testing.B) {
 }
 
 func BenchmarkDAEHalfN(b *testing.B) { benchGemm(b, false, false, 128, 128, 784, false) }
+
+// BenchmarkKernels compares the micro-kernels, one core, on the workloads' shapes:
+// name mXnXk, then N (op = plain) or T (transposed) for A and B.
+//
+//	go test -run - -bench Kernels -benchtime 200ms ./autodiff/internal/gemm
+func BenchmarkKernels(b *testing.B) {
+	shapes := []struct {
+		m, n, k int
+		ta, tb  bool
+	}{
+		// DAE (batch 128, 784 → 256 → 784): forward, dX and dW of both layers.
+		{128, 256, 784, false, true}, {128, 784, 256, false, true},
+		{128, 256, 784, false, false}, {128, 784, 256, false, false},
+		{256, 784, 128, true, false}, {784, 256, 128, true, false},
+		// charlm (2048 tokens, d 64, d_ff 256).
+		{2048, 64, 64, false, true}, {2048, 64, 256, false, true}, {2048, 256, 64, false, true},
+		{2048, 64, 256, false, false}, {2048, 256, 64, false, false},
+		{64, 64, 2048, true, false}, {256, 64, 2048, true, false}, {64, 256, 2048, true, false},
+		// attention heads.
+		{64, 64, 16, false, true}, {128, 128, 16, false, true},
+	}
+	for _, s := range shapes {
+		op := func(t bool) string {
+			if t {
+				return "T"
+			}
+			return "N"
+		}
+		for _, kr := range kernels() {
+			if kr == goKernel {
+				continue
+			}
+			name := fmt.Sprintf("%dx%dx%d%s%s/%s", s.m, s.n, s.k, op(s.ta), op(s.tb), kr.name)
+			b.Run(name, func(b *testing.B) {
+				withKernel(kr, func() { benchGemm(b, s.ta, s.tb, s.m, s.n, s.k, false) })
+			})
+		}
+	}
+}

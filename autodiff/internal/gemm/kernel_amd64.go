@@ -4,34 +4,61 @@ package gemm
 
 import "golang.org/x/sys/cpu"
 
-var useAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+//go:generate go run gen_avx512.go
 
-// hasDirect reports whether kernelDirect (A read in place) is available.
-var hasDirect = useAVX2
-
-//go:noescape
-func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int)
-
-// kernelDirect is kernel with A's mr rows read in place at stride lda.
-func kernelDirect(k int, a []float32, lda int, b, c []float32, ldc int) {
-	_ = a[(mr-1)*lda+k-1]
-	_ = b[k*nr-1]
-	_ = c[(mr-1)*ldc+nr-1]
-	kernel6x16u(k, &a[0], lda, &b[0], &c[0], ldc)
+// kernels lists the micro-kernels this CPU can run, best first. x/sys/cpu reports
+// AVX-512F and AVX2 only where the OS saves their registers.
+func kernels() []*microKernel {
+	var ks []*microKernel
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, avx512Kernel)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, avx2Kernel)
+	}
+	return append(ks, goKernel)
 }
+
+var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct}
+
+var avx512Kernel = &microKernel{name: "avx512", mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct}
 
 //go:noescape
 func kernel6x16(k int, a, b, c *float32, ldc int)
 
-// kernel adds the product of an mr-row A panel and an nr-column B panel over depth k
-// into c (leading dimension ldc).
-func kernel(k int, a, b, c []float32, ldc int) {
-	if !useAVX2 || k == 0 {
-		kernelGo(k, a, b, c, ldc)
-		return
-	}
-	_ = a[k*mr-1]
-	_ = b[k*nr-1]
-	_ = c[(mr-1)*ldc+nr-1]
+//go:noescape
+func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int)
+
+//go:noescape
+func kernel12x32z(k int, a, b, c *float32, ldc int)
+
+//go:noescape
+func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int)
+
+func kernelAVX2(k int, a, b, c []float32, ldc int) {
+	_ = a[k*6-1]
+	_ = b[k*16-1]
+	_ = c[5*ldc+15]
 	kernel6x16(k, &a[0], &b[0], &c[0], ldc)
+}
+
+func kernelAVX2Direct(k int, a []float32, lda int, b, c []float32, ldc int) {
+	_ = a[5*lda+k-1]
+	_ = b[k*16-1]
+	_ = c[5*ldc+15]
+	kernel6x16u(k, &a[0], lda, &b[0], &c[0], ldc)
+}
+
+func kernelAVX512(k int, a, b, c []float32, ldc int) {
+	_ = a[k*12-1]
+	_ = b[k*32-1]
+	_ = c[11*ldc+31]
+	kernel12x32z(k, &a[0], &b[0], &c[0], ldc)
+}
+
+func kernelAVX512Direct(k int, a []float32, lda int, b, c []float32, ldc int) {
+	_ = a[11*lda+k-1]
+	_ = b[k*32-1]
+	_ = c[11*ldc+31]
+	kernel12x32zu(k, &a[0], lda, &b[0], &c[0], ldc)
 }
