@@ -46,31 +46,11 @@ func projectLoss(g *Graph, out *Node, seed uint64) *Node {
 func checkOp(t *testing.T, name string, params map[string]*tensor.Dense, inputs map[string]*tensor.Dense,
 	f func(g *Graph, p map[string]*Node) *Node, opt GradCheck) {
 	t.Helper()
-	ps, err := NewParams(Float64, 1)
-	if err != nil {
-		t.Fatal(err)
+	names := make([]string, 0, len(inputs))
+	for n := range inputs {
+		names = append(names, n)
 	}
-	byName := map[string]*Param{}
-	for n, v := range params {
-		p, err := ps.Root().New(n, v.Shape(), Zeros())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Set(v); err != nil {
-			t.Fatal(err)
-		}
-		byName[n] = p
-	}
-	m := NewModel(ps, func(g *Graph) (Outputs, error) {
-		nodes := map[string]*Node{}
-		for n, p := range byName {
-			nodes[n] = g.Param(p)
-		}
-		for n := range inputs {
-			nodes[n] = g.Input(n)
-		}
-		return Outputs{Loss: projectLoss(g, f(g, nodes), 99)}, g.Err()
-	}, 5)
+	m, _ := newTestModel(t, Float64, params, names, f, 5)
 	worst, err := CheckGradients(m, inputs, opt)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

@@ -43,25 +43,8 @@ func TestLinearErrors(t *testing.T) {
 // the loss and every gradient as float64.
 func runGrads(t *testing.T, dt Dtype, params map[string]*tensor.Dense, f func(g *Graph, p map[string]*Node) *Node) (float64, map[string][]float64) {
 	t.Helper()
-	ps, _ := NewParams(dt, 1)
-	byName := map[string]*Param{}
-	for n, v := range params {
-		p, err := ps.Root().New(n, v.Shape(), Zeros())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Set(v); err != nil {
-			t.Fatal(err)
-		}
-		byName[n] = p
-	}
-	m := NewModel(ps, func(g *Graph) (Outputs, error) {
-		nodes := map[string]*Node{}
-		for n, p := range byName {
-			nodes[n] = g.Param(p)
-		}
-		return Outputs{Loss: projectLoss(g, f(g, nodes), 99)}, g.Err()
-	}, 5)
+	m, byName := newTestModel(t, dt, params, nil, f, 5)
+	ps := m.Params()
 	var res *Result
 	for range 2 { // the second run checks that reused buffers give the same answer
 		ps.ZeroGrad()
