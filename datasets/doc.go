@@ -19,6 +19,11 @@
 // defaults; reverse then matches the reference task: 16 ids uniform in 0..9,
 // target reversed, every position scored.
 //
+// Each task also comes as denoise-<task> (Denoise, DenoiseConfig; the
+// CorruptRate and CorruptMode fields of TaskConfig): its problem followed by
+// its answer, with a fraction of the tokens masked or substituted, to be
+// restored. Only the corrupted positions are scored.
+//
 // # Text
 //
 // LoadCorpus reads a file or a folder of files into a Corpus: a byte-level

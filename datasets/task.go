@@ -55,7 +55,8 @@ type Task interface {
 	// Check reports whether pred, a prediction aligned with ex.Target (one
 	// token per position, as in either layout), solves the problem in
 	// ex.Input. Only scored positions of pred are read, and the answer is
-	// recomputed from the input, not copied from ex.Target.
+	// recomputed from the input, not copied from ex.Target (except by the
+	// denoise tasks, whose corrupted inputs do not determine their answers).
 	Check(ex Example, pred []int) bool
 }
 
@@ -85,20 +86,28 @@ type TaskConfig struct {
 	// Depth is the maximum nesting depth of the balanced strings of dyck1
 	// and dyck2 (default SeqLen/2, i.e. no limit).
 	Depth int
+	// CorruptRate is the fraction of positions that a denoise-<base> task
+	// corrupts (default 0.15); the other fields configure the base task.
+	CorruptRate float64
+	// CorruptMode is the corruption of a denoise-<base> task: "mask" (the
+	// default) or "substitute".
+	CorruptMode string
 }
 
 // usedOnly returns an error naming the first non-zero field of cfg that is not
 // in fields.
 func (cfg TaskConfig) usedOnly(task string, fields ...string) error {
 	set := map[string]bool{
-		"SeqLen":  cfg.SeqLen != 0,
-		"Vocab":   cfg.Vocab != 0,
-		"Digits":  cfg.Digits != 0,
-		"Modulus": cfg.Modulus != 0,
-		"Op":      cfg.Op != "",
-		"Pairs":   cfg.Pairs != 0,
-		"Queries": cfg.Queries != 0,
-		"Depth":   cfg.Depth != 0,
+		"SeqLen":      cfg.SeqLen != 0,
+		"Vocab":       cfg.Vocab != 0,
+		"Digits":      cfg.Digits != 0,
+		"Modulus":     cfg.Modulus != 0,
+		"Op":          cfg.Op != "",
+		"Pairs":       cfg.Pairs != 0,
+		"Queries":     cfg.Queries != 0,
+		"Depth":       cfg.Depth != 0,
+		"CorruptRate": cfg.CorruptRate != 0,
+		"CorruptMode": cfg.CorruptMode != "",
 	}
 	names := make([]string, 0, len(set))
 	for name := range set {
@@ -143,12 +152,14 @@ func register(name string, build func(TaskConfig) (Task, error)) {
 	registry[name] = build
 }
 
-// TaskNames returns the names of the registered tasks, sorted.
+// TaskNames returns the names of the tasks, sorted: the registered tasks and
+// a denoise-<name> task for each of them.
 func TaskNames() []string {
-	names := make([]string, 0, len(registry))
+	names := make([]string, 0, 2*len(registry))
 	for name := range registry {
 		names = append(names, name)
 	}
+	names = append(names, denoiseNames()...)
 	sort.Strings(names)
 	return names
 }
@@ -157,9 +168,17 @@ func TaskNames() []string {
 // fields take the task's defaults, so TaskByName(name, TaskConfig{}) gives the
 // default configuration.
 func TaskByName(name string, cfg TaskConfig) (Task, error) {
+	if base, ok := denoiseName(name); ok {
+		return newDenoiseTask(base, cfg)
+	}
 	build, ok := registry[name]
 	if !ok {
-		return nil, fmt.Errorf("unknown task %q (valid: %s)", name, strings.Join(TaskNames(), ", "))
+		bases := make([]string, 0, len(registry))
+		for base := range registry {
+			bases = append(bases, base)
+		}
+		sort.Strings(bases)
+		return nil, fmt.Errorf("unknown task %q (valid: %s, and denoise-<task> for each)", name, strings.Join(bases, ", "))
 	}
 	return build(cfg)
 }

@@ -31,6 +31,9 @@ func TestBadInputGetsOneLine(t *testing.T) {
 		{[]string{"train", "-steps", "-3"}, 2, "-steps must be > 0"},
 		{[]string{"train", "-task", "nope"}, 2, `unknown -task "nope"`},
 		{[]string{"train", "-bandwidth", "wide"}, 2, `unknown bandwidth "wide"`},
+		{[]string{"train", "-corrupt-rate", "0.2"}, 2, "-corrupt-rate and -corrupt-mode are for the denoise-* tasks"},
+		{[]string{"train", "-task", "denoise-reverse", "-corrupt-mode", "blur"}, 2, `unknown CorruptMode "blur"`},
+		{[]string{"train", "-task", "denoise-sort", "-corrupt-rate", "1.5"}, 2, "CorruptRate=1.5 must be in (0, 1]"},
 		{[]string{"eval"}, 2, "missing -ckpt"},
 		{[]string{"eval", "-ckpt", filepath.Join(dir, "missing")}, 1, "no such file"},
 		{[]string{"export", "-ckpt", dir}, 2, "missing -out"},
@@ -126,7 +129,7 @@ func TestTrainEvalExportInspect(t *testing.T) {
 
 // TestEveryTaskTrains runs a few steps of every toy task, encoder and causal LM.
 func TestEveryTaskTrains(t *testing.T) {
-	for _, task := range []string{"copy", "reverse", "sort", "addition", "modular", "parity", "recall", "dyck1", "dyck2"} {
+	for _, task := range []string{"copy", "reverse", "sort", "addition", "modular", "parity", "recall", "dyck1", "dyck2", "denoise-reverse"} {
 		for _, arch := range []string{"encoder", "lm"} {
 			dir := filepath.Join(t.TempDir(), task+arch)
 			code, _, stderr := runCLI(t, "train", "-task", task, "-arch", arch, "-steps", "2", "-layers", "1", "-dmodel", "8",
@@ -135,6 +138,39 @@ func TestEveryTaskTrains(t *testing.T) {
 				t.Errorf("%s %s: exit %d\n%s", task, arch, code, stderr)
 			}
 		}
+	}
+}
+
+// TestDenoiseFromCLI trains a sequence DAE with the corruption flags; the checkpoint
+// keeps them, so eval rebuilds the same task.
+func TestDenoiseFromCLI(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dae")
+	code, _, stderr := runCLI(t, "train", "-task", "denoise-copy", "-seqlen", "6", "-corrupt-rate", "0.25", "-corrupt-mode", "substitute",
+		"-steps", "2", "-layers", "1", "-dmodel", "8", "-heads", "2", "-dff", "16", "-batch", "4", "-eval-n", "8", "-out", dir)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	ck, err := train.LoadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dataConfig
+	if err := json.Unmarshal(ck.DataConfig, &d); err != nil {
+		t.Fatal(err)
+	}
+	if want := (datasets.TaskConfig{SeqLen: 6, CorruptRate: 0.25, CorruptMode: "substitute"}); d.TaskConfig != want {
+		t.Errorf("saved task config %+v, want %+v", d.TaskConfig, want)
+	}
+	code, stdout, stderr := runCLI(t, "eval", "-ckpt", dir, "-n", "8", "-json")
+	if code != 0 {
+		t.Fatalf("eval: exit %d\n%s", code, stderr)
+	}
+	var met map[string]float64
+	if err := json.Unmarshal([]byte(stdout), &met); err != nil {
+		t.Fatalf("eval -json output %q: %v", stdout, err)
+	}
+	if _, ok := met["seq_acc"]; !ok {
+		t.Errorf("eval -json lacks seq_acc: %v", met)
 	}
 }
 

@@ -43,7 +43,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	batch := fs.Int("batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
 	lr := fs.Float64("lr", 1e-3, "Adam learning rate")
 	seed := fs.Uint64("seed", 0, "random seed (parameters and data)")
-	seqLen := fs.Int("seqlen", 0, "sequence length (0: the task's default; charlm: 64)")
+	seqLen := fs.Int("seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
+	corruptRate := fs.Float64("corrupt-rate", 0, "denoise-* tasks: fraction of positions corrupted, in (0, 1] (0: 0.15)")
+	corruptMode := fs.String("corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
 	data := fs.String("data", "", "charlm: a text file or folder (default: the Go standard library source)")
 	maxBytes := fs.Int64("maxbytes", 4<<20, "charlm: read at most this many bytes of text")
 	out := fs.String("out", "", "run directory for checkpoints and metrics (default: runs/<task>)")
@@ -84,6 +86,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	if *taskName != "charlm" && *data != "" {
 		return usageErrorf("-data is for -task charlm")
+	}
+	if (set["corrupt-rate"] || set["corrupt-mode"]) && !strings.HasPrefix(*taskName, "denoise-") {
+		return usageErrorf("-corrupt-rate and -corrupt-mode are for the denoise-* tasks (got -task %s)", *taskName)
 	}
 
 	s := &session{data: dataConfig{Task: *taskName, Batch: *batch, Seed: *seed, MNIST: *mnistDir}}
@@ -126,7 +131,10 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return usageErrorf("-task charlm needs -arch lm")
 		}
 	} else {
-		s.data.TaskConfig = datasets.TaskConfig{SeqLen: *seqLen}
+		s.data.TaskConfig = datasets.TaskConfig{SeqLen: *seqLen, CorruptRate: *corruptRate, CorruptMode: *corruptMode}
+		if _, err := datasets.TaskByName(*taskName, s.data.TaskConfig); err != nil {
+			return usageErrorf("%v", err) // a bad -seqlen or -corrupt-* value
+		}
 		s.data.Layout = "aligned"
 		if *arch == "lm" {
 			s.data.Layout = "causal"

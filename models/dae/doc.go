@@ -32,4 +32,10 @@
 // Corruptions (Gaussian, Masking, SaltPepper) draw from a caller's math/rand/v2
 // generator, so equal seeds give equal noise. Gaussian noise is not clipped, as in the
 // reference recipe.
+//
+// The sequence DAE is not in this package: it is the Transformer encoder
+// (models/transformer, Arch "encoder") trained on the datasets' denoise-<task> tasks,
+// which mask or substitute a fraction of the tokens of a toy task's problem followed by
+// its answer and score the restored tokens (locus train -task denoise-reverse
+// [-corrupt-rate 0.15] [-corrupt-mode mask|substitute]).
 package dae
