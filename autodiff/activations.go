@@ -94,8 +94,12 @@ func sigmoidBwd[T float](_, y, g, dx []T) {
 	}
 }
 
+// reluFwd32 and reluBwd32 are reluFwd and reluBwd vectorised, with the same bits.
+func reluFwd32(x, y []float32)        { vmath.ReLU(x, y) }
+func reluBwd32(x, _, g, dx []float32) { vmath.ReLUGrad(x, g, dx) }
+
 func newReLUKernel() *unaryKernel {
-	return &unaryKernel{name: "ReLU", f32: reluFwd[float32], f64: reluFwd[float64], d32: reluBwd[float32], d64: reluBwd[float64]}
+	return &unaryKernel{name: "ReLU", f32: reluFwd32, f64: reluFwd[float64], d32: reluBwd32, d64: reluBwd[float64]}
 }
 
 func newSigmoidKernel() *unaryKernel {

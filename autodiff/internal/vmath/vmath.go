@@ -1,5 +1,6 @@
-// Package vmath holds vectorised float32 transcendental kernels (AVX2/FMA assembly on
-// amd64 CPUs that have it, plain Go elsewhere) for the fused ops of package autodiff.
+// Package vmath holds vectorised float32 kernels, transcendental (exp, GELU, sigmoid)
+// and element-wise (ReLU, the MSE loss and gradient), as AVX2/FMA assembly on amd64
+// CPUs that have it and plain Go elsewhere, for the fused ops of package autodiff.
 package vmath
 
 import "math"

@@ -14,3 +14,15 @@ func geluTanhAVX2(x, s, y *float32, n int)
 
 //go:noescape
 func sigmoidAVX2(x, y *float32, n int)
+
+//go:noescape
+func reluAVX2(x, y *float32, n int)
+
+//go:noescape
+func reluGradAVX2(x, gr, dx *float32, n int)
+
+//go:noescape
+func scaledDiffAVX2(p, t, d *float32, n int, c float64)
+
+//go:noescape
+func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64)

@@ -240,3 +240,119 @@ sloop:
 	JNZ  sloop
 	VZEROUPPER
 	RET
+
+// func reluAVX2(x, y *float32, n int)
+// y[i] = x[i] >= 0 ? x[i] : x[i]*0; n is a positive multiple of 8.
+TEXT ·reluAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y7, Y7, Y7
+rloop:
+	VMOVUPS (SI), Y0
+	VCMPPS $0x1d, Y7, Y0, Y1 // x >= 0 (GE_OQ)
+	VMULPS Y7, Y0, Y2        // x*0
+	VBLENDVPS Y1, Y0, Y2, Y3 // mask ? x : x*0
+	VMOVUPS Y3, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  rloop
+	VZEROUPPER
+	RET
+
+// func reluGradAVX2(x, gr, dx *float32, n int)
+// dx[i] = x[i] >= 0 ? g[i] : g[i]*0; n is a positive multiple of 8.
+TEXT ·reluGradAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ gr+8(FP), DX
+	MOVQ dx+16(FP), DI
+	MOVQ n+24(FP), CX
+	VXORPS Y7, Y7, Y7
+rgloop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y4
+	VCMPPS $0x1d, Y7, Y0, Y1 // x >= 0 (GE_OQ)
+	VMULPS Y7, Y4, Y2        // g*0
+	VBLENDVPS Y1, Y4, Y2, Y3 // mask ? g : g*0
+	VMOVUPS Y3, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  rgloop
+	VZEROUPPER
+	RET
+
+// func scaledDiffAVX2(p, t, d *float32, n int, c float64)
+// d[i] = float32(c*(float64(p[i]) - float64(t[i]))); n is a positive multiple of 8.
+TEXT ·scaledDiffAVX2(SB), NOSPLIT, $0-40
+	MOVQ p+0(FP), SI
+	MOVQ t+8(FP), DX
+	MOVQ d+16(FP), DI
+	MOVQ n+24(FP), CX
+	VBROADCASTSD c+32(FP), Y7
+sdloop:
+	VCVTPS2PD (SI), Y0
+	VCVTPS2PD 16(SI), Y1
+	VCVTPS2PD (DX), Y2
+	VCVTPS2PD 16(DX), Y3
+	VSUBPD Y2, Y0, Y0
+	VSUBPD Y3, Y1, Y1
+	VMULPD Y0, Y7, Y0
+	VMULPD Y1, Y7, Y1
+	VCVTPD2PSY Y0, X0
+	VCVTPD2PSY Y1, X1
+	VMOVUPS X0, (DI)
+	VMOVUPS X1, 16(DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  sdloop
+	VZEROUPPER
+	RET
+
+// func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64)
+// s[j] = Σ (float64(p[i]) - float64(t[i]))² over i ≡ j (mod 16); n is a positive
+// multiple of 16.
+TEXT ·sqDiffSumAVX2(SB), NOSPLIT, $0-32
+	MOVQ p+0(FP), SI
+	MOVQ t+8(FP), DX
+	MOVQ n+16(FP), CX
+	MOVQ s+24(FP), DI
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+sqloop:
+	VCVTPS2PD (SI), Y4
+	VCVTPS2PD 16(SI), Y5
+	VCVTPS2PD 32(SI), Y6
+	VCVTPS2PD 48(SI), Y7
+	VCVTPS2PD (DX), Y8
+	VCVTPS2PD 16(DX), Y9
+	VCVTPS2PD 32(DX), Y10
+	VCVTPS2PD 48(DX), Y11
+	VSUBPD Y8, Y4, Y4
+	VSUBPD Y9, Y5, Y5
+	VSUBPD Y10, Y6, Y6
+	VSUBPD Y11, Y7, Y7
+	VMULPD Y4, Y4, Y4
+	VMULPD Y5, Y5, Y5
+	VMULPD Y6, Y6, Y6
+	VMULPD Y7, Y7, Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VADDPD Y6, Y2, Y2
+	VADDPD Y7, Y3, Y3
+	ADDQ $64, SI
+	ADDQ $64, DX
+	SUBQ $16, CX
+	JNZ  sqloop
+	VMOVUPD Y0, 0(DI)
+	VMOVUPD Y1, 32(DI)
+	VMOVUPD Y2, 64(DI)
+	VMOVUPD Y3, 96(DI)
+	VZEROUPPER
+	RET

@@ -8,3 +8,8 @@ func expShiftAVX2(x *float32, n int, shift float32) { panic("vmath: no AVX2") }
 func geluTanhAVX2(x, s, y *float32, n int)          { panic("vmath: no AVX2") }
 
 func sigmoidAVX2(x, y *float32, n int) { panic("vmath: no AVX2") }
+
+func reluAVX2(x, y *float32, n int)                      { panic("vmath: no AVX2") }
+func reluGradAVX2(x, gr, dx *float32, n int)             { panic("vmath: no AVX2") }
+func scaledDiffAVX2(p, t, d *float32, n int, c float64)  { panic("vmath: no AVX2") }
+func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64) { panic("vmath: no AVX2") }

@@ -1,0 +1,5 @@
+//go:build amd64 && !purego
+
+package vmath
+
+func setAVX2(on bool) { hasAVX2 = on }

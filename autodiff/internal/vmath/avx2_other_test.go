@@ -1,0 +1,5 @@
+//go:build !amd64 || purego
+
+package vmath
+
+func setAVX2(bool) {}

@@ -1,0 +1,89 @@
+package vmath
+
+// ReLU sets y[i] = x[i] if x[i] ≥ 0, else x[i]·0 (−0 for negative x, NaN for NaN and
+// −Inf), as autodiff's scalar reluFwd, bit for bit.
+func ReLU(x, y []float32) {
+	y = y[:len(x)]
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			reluAVX2(&x[0], &y[0], n)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		if v := x[i]; v >= 0 {
+			y[i] = v
+		} else {
+			y[i] = v * 0
+		}
+	}
+}
+
+// ReLUGrad sets dx[i] = g[i] if x[i] ≥ 0, else g[i]·0, as autodiff's scalar reluBwd.
+func ReLUGrad(x, g, dx []float32) {
+	g, dx = g[:len(x)], dx[:len(x)]
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			reluGradAVX2(&x[0], &g[0], &dx[0], n)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		if x[i] >= 0 {
+			dx[i] = g[i]
+		} else {
+			dx[i] = g[i] * 0
+		}
+	}
+}
+
+// ScaledDiff sets d[i] = float32(c·(float64(p[i]) − float64(t[i]))), each operation
+// rounded in float64 (the MSE gradient).
+func ScaledDiff(p, t []float32, c float64, d []float32) {
+	t, d = t[:len(p)], d[:len(p)]
+	n := 0
+	if hasAVX2 {
+		n = len(p) &^ 7
+		if n > 0 {
+			scaledDiffAVX2(&p[0], &t[0], &d[0], n, c)
+		}
+	}
+	for i := n; i < len(p); i++ {
+		d[i] = float32(c * (float64(p[i]) - float64(t[i])))
+	}
+}
+
+// SqDiffSum returns Σ (float64(p[i]) − float64(t[i]))² in a fixed order that does not
+// depend on the CPU: sixteen partial sums, partial j over the elements i ≡ j (mod 16)
+// of the leading multiple of 16, combined pairwise, then the remaining elements added
+// in order.
+func SqDiffSum(p, t []float32) float64 {
+	t = t[:len(p)]
+	n := len(p) &^ 15
+	var s [16]float64
+	if n > 0 {
+		if hasAVX2 {
+			sqDiffSumAVX2(&p[0], &t[0], n, &s)
+		} else {
+			for i := 0; i < n; i += 16 {
+				for j := range 16 {
+					d := float64(p[i+j]) - float64(t[i+j])
+					s[j] = s[j] + float64(d*d)
+				}
+			}
+		}
+	}
+	for w := 8; w >= 1; w /= 2 {
+		for j := range w {
+			s[j] = s[j] + s[j+w]
+		}
+	}
+	r := s[0]
+	for i := n; i < len(p); i++ {
+		d := float64(p[i]) - float64(t[i])
+		r = r + float64(d*d)
+	}
+	return r
+}

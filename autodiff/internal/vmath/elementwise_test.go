@@ -1,0 +1,99 @@
+package vmath
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func elemInput(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e-45, -1e-45}
+	for i := range x {
+		if i%11 == 3 {
+			x[i] = special[rng.IntN(len(special))]
+		} else {
+			x[i] = float32(rng.NormFloat64())
+		}
+	}
+	return x
+}
+
+func sameBits(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestElementwiseMatchScalar checks the vector ReLU, ReLUGrad and ScaledDiff against
+// their scalar definitions bit for bit, special values included.
+func TestElementwiseMatchScalar(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 1000, 100003} {
+		x, g, tg := elemInput(rng, n), elemInput(rng, n), elemInput(rng, n)
+		y, want := make([]float32, n), make([]float32, n)
+		ReLU(x, y)
+		for i, v := range x {
+			if v >= 0 {
+				want[i] = v
+			} else {
+				want[i] = v * 0
+			}
+		}
+		if i := sameBits(y, want); i >= 0 {
+			t.Fatalf("ReLU n=%d: y[%d] = %v for x %v, want %v", n, i, y[i], x[i], want[i])
+		}
+		ReLUGrad(x, g, y)
+		for i, v := range x {
+			if v >= 0 {
+				want[i] = g[i]
+			} else {
+				want[i] = g[i] * 0
+			}
+		}
+		if i := sameBits(y, want); i >= 0 {
+			t.Fatalf("ReLUGrad n=%d: dx[%d] = %v for x %v g %v, want %v", n, i, y[i], x[i], g[i], want[i])
+		}
+		const c = -2.0 / 3 * 1e-3
+		ScaledDiff(x, tg, c, y)
+		for i := range x {
+			want[i] = float32(c * (float64(x[i]) - float64(tg[i])))
+		}
+		if i := sameBits(y, want); i >= 0 {
+			t.Fatalf("ScaledDiff n=%d: d[%d] = %v, want %v", n, i, y[i], want[i])
+		}
+	}
+}
+
+// TestSqDiffSumSameOnEveryPath checks that the AVX2 partial sums equal the Go ones bit
+// for bit and the total is close to the serial sum.
+func TestSqDiffSumSameOnEveryPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{0, 1, 15, 16, 17, 1000, 100003} {
+		p, q := make([]float32, n), make([]float32, n)
+		for i := range p {
+			p[i], q[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		}
+		got := SqDiffSum(p, q)
+		var serial float64
+		for i := range p {
+			d := float64(p[i]) - float64(q[i])
+			serial += d * d
+		}
+		if math.Abs(got-serial) > 1e-12*serial {
+			t.Fatalf("n=%d: SqDiffSum %v, serial %v", n, got, serial)
+		}
+		if hasAVX2 {
+			old := hasAVX2
+			setAVX2(false)
+			goSum := SqDiffSum(p, q)
+			setAVX2(old)
+			if math.Float64bits(goSum) != math.Float64bits(got) {
+				t.Fatalf("n=%d: AVX2 sum %v, Go sum %v", n, got, goSum)
+			}
+		}
+	}
+}
