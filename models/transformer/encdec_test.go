@@ -7,7 +7,6 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
-	"github.com/locusml/locus/optim"
 	"gorgonia.org/tensor"
 )
 
@@ -112,43 +111,13 @@ func TestEncDecReverseLearns(t *testing.T) {
 		t.Fatal(err)
 	}
 	bos := task.Vocab()
-	ps, _ := autodiff.NewParams(autodiff.Float32, 0)
-	cfg := DefaultConfig("encdec", task.Vocab()+1, task.SeqLen())
-	cfg.Dim, cfg.Hidden, cfg.Layers = 32, 64, 1
-	m, err := New(cfg, ps)
-	if err != nil {
-		t.Fatal(err)
-	}
-	am := autodiff.NewModel(ps, m.Builder(), 1)
-	acfg := optim.DefaultAdamConfig()
-	acfg.LR = 3e-3
-	opt, err := optim.NewAdam(optim.All(ps.List()), acfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	stream, err := datasets.NewTaskStream(task, datasets.Aligned, 64, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := &EncDecData{Stream: stream, BOS: bos}
 	start := time.Now()
 	const steps = 250
-	var loss float64
-	for range steps {
-		b, err := data.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps.ZeroGrad()
-		res, err := am.ForwardBackward(b.Inputs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := opt.Step(); err != nil {
-			t.Fatal(err)
-		}
-		loss = res.Loss
-	}
+	m, am, loss := trainSmall(t, "encdec", task, task.Vocab()+1, 1, steps, &EncDecData{Stream: stream, BOS: bos})
 	trained := time.Since(start)
 	met, err := EncDecTaskMetrics(am, task, bos, 500, 2)
 	if err != nil {

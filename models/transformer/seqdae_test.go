@@ -3,9 +3,7 @@ package transformer
 import (
 	"testing"
 
-	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
-	"github.com/locusml/locus/optim"
 )
 
 // TestSeqDAELearns trains the sequence DAE, a small encoder (1 layer, d=32) on
@@ -27,33 +25,7 @@ func TestSeqDAELearns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ps, _ := autodiff.NewParams(autodiff.Float32, 0)
-			cfg := DefaultConfig("encoder", task.Vocab(), task.SeqLen())
-			cfg.Dim, cfg.Hidden, cfg.Layers = 32, 64, 1
-			m, err := New(cfg, ps)
-			if err != nil {
-				t.Fatal(err)
-			}
-			am := autodiff.NewModel(ps, m.Builder(), 1)
-			acfg := optim.DefaultAdamConfig()
-			acfg.LR = 3e-3
-			opt, err := optim.NewAdam(optim.All(ps.List()), acfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stream, err := datasets.NewTaskStream(task, datasets.Aligned, 64, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for range 300 {
-				ps.ZeroGrad()
-				if _, err := am.ForwardBackward(TaskInputs(stream.Next())); err != nil {
-					t.Fatal(err)
-				}
-				if err := opt.Step(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			_, am, _ := trainSmall(t, "encoder", task, task.Vocab(), 1, 300, nil)
 			met, err := TaskMetrics(am, task, datasets.Aligned, 1000, 2)
 			if err != nil {
 				t.Fatal(err)
