@@ -199,26 +199,89 @@ func (k pairDistKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 }
 
 func pairDistFwd[T float](q, k, out []T, n, tq, tk, d int, squared bool) {
+	if q32, ok := any(q).([]float32); ok && hasAVX512 && d > 0 && tk > 0 {
+		pairDistFwdAVX512(q32, any(k).([]float32), any(out).([]float32), n, tq, tk, d, squared)
+		return
+	}
 	parallelFor(n, tq*tk*d, func(lo, hi int) {
 		for p := lo; p < hi; p++ {
+			kp := k[p*tk*d : (p+1)*tk*d]
 			for t := 0; t < tq; t++ {
 				qt := q[(p*tq+t)*d : (p*tq+t+1)*d]
 				ot := out[(p*tq+t)*tk : (p*tq+t+1)*tk]
-				for s := 0; s < tk; s++ {
-					ks := k[(p*tk+s)*d : (p*tk+s+1)*d]
-					var acc float64
-					for i, v := range qt {
-						diff := float64(v) - float64(ks[i])
-						acc += diff * diff
+				sqDists(qt, kp, ot)
+				if !squared {
+					for s, v := range ot {
+						ot[s] = T(math.Sqrt(float64(v)))
 					}
-					if !squared {
-						acc = math.Sqrt(acc)
-					}
-					ot[s] = T(acc)
 				}
 			}
 		}
 	})
+}
+
+// pairDistFwdAVX512 is pairDistFwd on the AVX-512 kernel: the keys of each problem are
+// transposed to [d, Tk] so that sixteen keys' distances to a query accumulate in one
+// register.
+func pairDistFwdAVX512(q, k, out []float32, n, tq, tk, d int, squared bool) {
+	parallelFor(n, tq*tk*d, func(lo, hi int) {
+		kt := make([]float32, d*tk)
+		for p := lo; p < hi; p++ {
+			kp := k[p*tk*d : (p+1)*tk*d]
+			for s := 0; s < tk; s++ {
+				for i, v := range kp[s*d : (s+1)*d] {
+					kt[i*tk+s] = v
+				}
+			}
+			for t := 0; t < tq; t++ {
+				qt := q[(p*tq+t)*d : (p*tq+t+1)*d]
+				ot := out[(p*tq+t)*tk : (p*tq+t+1)*tk]
+				for s0 := 0; s0 < tk; s0 += 16 {
+					sqDistsAVX512(&qt[0], d, &kt[s0], tk, &ot[s0], laneMask(tk-s0), !squared)
+				}
+			}
+		}
+	})
+}
+
+// laneMask selects the first min(n, 16) lanes.
+func laneMask(n int) uint16 {
+	if n >= 16 {
+		return 0xffff
+	}
+	return uint16(1)<<n - 1
+}
+
+// sqDists sets out[s] = ‖q − k_s‖² for the rows k_s of k (len(q) wide), four keys at a
+// time so that the sums are independent chains.
+func sqDists[T float](q, k, out []T) {
+	d := len(q)
+	s := 0
+	for ; s+4 <= len(out); s += 4 {
+		k0 := k[s*d : (s+1)*d]
+		k1 := k[(s+1)*d : (s+2)*d]
+		k2 := k[(s+2)*d : (s+3)*d]
+		k3 := k[(s+3)*d : (s+4)*d]
+		var a0, a1, a2, a3 T
+		for i, qi := range q {
+			d0, d1, d2, d3 := qi-k0[i], qi-k1[i], qi-k2[i], qi-k3[i]
+			a0 += d0 * d0
+			a1 += d1 * d1
+			a2 += d2 * d2
+			a3 += d3 * d3
+		}
+		o := out[s : s+4 : s+4]
+		o[0], o[1], o[2], o[3] = a0, a1, a2, a3
+	}
+	for ; s < len(out); s++ {
+		ks := k[s*d : (s+1)*d]
+		var a T
+		for i, qi := range q {
+			di := qi - ks[i]
+			a += di * di
+		}
+		out[s] = a
+	}
 }
 
 func (k pairDistKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
@@ -233,42 +296,98 @@ func (k pairDistKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *te
 }
 
 // pairDistBwd: with c_ts = 2 g_ts (squared) or g_ts / d_ts (distance, 0 where d_ts = 0),
-// dq_t = Σ_s c_ts (q_t − k_s) and dk_s = −Σ_t c_ts (q_t − k_s).
+// dq_t = Σ_s c_ts (q_t − k_s) and dk_s = −Σ_t c_ts (q_t − k_s), the differences taken
+// directly; pairs with c_ts = 0 (masked scores, whose gradient is 0) are skipped.
 func pairDistBwd[T float](wrt int, q, k, out, g, dst []T, n, tq, tk, d int, squared bool) {
-	coef := func(idx int) float64 {
-		if squared {
-			return 2 * float64(g[idx])
-		}
-		if out[idx] == 0 {
-			return 0
-		}
-		return float64(g[idx]) / float64(out[idx])
-	}
-	clear(dst)
 	parallelFor(n, tq*tk*d, func(lo, hi int) {
+		c := make([]T, tq*tk) // the coefficients c_ts of one (batch·head) problem
 		for p := lo; p < hi; p++ {
-			for t := 0; t < tq; t++ {
-				qt := q[(p*tq+t)*d : (p*tq+t+1)*d]
-				for s := 0; s < tk; s++ {
-					c := coef((p*tq+t)*tk + s)
-					if c == 0 {
-						continue
-					}
-					ks := k[(p*tk+s)*d : (p*tk+s+1)*d]
-					var dd []T
-					if wrt == 0 {
-						dd = dst[(p*tq+t)*d : (p*tq+t+1)*d]
-					} else {
-						dd = dst[(p*tk+s)*d : (p*tk+s+1)*d]
-						c = -c
-					}
-					for i, v := range qt {
-						dd[i] += T(c * (float64(v) - float64(ks[i])))
-					}
+			qp, kp := q[p*tq*d:(p+1)*tq*d], k[p*tk*d:(p+1)*tk*d]
+			r := p * tq * tk
+			pairDistCoef(g[r:r+tq*tk], out[r:r+tq*tk], c, squared)
+			if wrt == 0 {
+				// dq_t = Σ_s c_ts (q_t − k_s): rows of c against the keys.
+				dqp := dst[p*tq*d : (p+1)*tq*d]
+				for t := 0; t < tq; t++ {
+					diffSums(c[t*tk:], 1, tk, qp[t*d:(t+1)*d], kp, d, dqp[t*d:(t+1)*d])
 				}
+				continue
+			}
+			// dk_s = −Σ_t c_ts (q_t − k_s) = Σ_t c_ts (k_s − q_t): columns of c against
+			// the queries.
+			dkp := dst[p*tk*d : (p+1)*tk*d]
+			for s := 0; s < tk; s++ {
+				diffSums(c[s:], tk, tq, kp[s*d:(s+1)*d], qp, d, dkp[s*d:(s+1)*d])
 			}
 		}
 	})
+}
+
+// diffSums sets out[i] = Σ_u c[u·stride] (x[i] − ys[u·d + i]) for u < count and i < d,
+// skipping zero coefficients. It holds four columns in independent accumulators and
+// takes every difference directly.
+func diffSums[T float](c []T, stride, count int, x, ys []T, d int, out []T) {
+	if count == 0 {
+		clear(out[:d])
+		return
+	}
+	c = c[:(count-1)*stride+1]
+	ys = ys[:count*d]
+	x, out = x[:d], out[:d]
+	if c32, ok := any(c).([]float32); ok && hasAVX512 && d > 0 {
+		x32, ys32, out32 := any(x).([]float32), any(ys).([]float32), any(out).([]float32)
+		for i := 0; i < d; i += 16 {
+			diffSumsAVX512(&c32[0], stride, count, &x32[i], &ys32[i], d, &out32[i], laneMask(d-i))
+		}
+		return
+	}
+	i := 0
+	for ; i+4 <= d; i += 4 {
+		x0, x1, x2, x3 := x[i], x[i+1], x[i+2], x[i+3]
+		var a0, a1, a2, a3 T
+		for u := 0; u < count; u++ {
+			cu := c[u*stride]
+			if cu == 0 {
+				continue
+			}
+			y := ys[u*d+i : u*d+i+4 : u*d+i+4]
+			a0 += cu * (x0 - y[0])
+			a1 += cu * (x1 - y[1])
+			a2 += cu * (x2 - y[2])
+			a3 += cu * (x3 - y[3])
+		}
+		o := out[i : i+4 : i+4]
+		o[0], o[1], o[2], o[3] = a0, a1, a2, a3
+	}
+	for ; i < d; i++ {
+		xi := x[i]
+		var a T
+		for u := 0; u < count; u++ {
+			if cu := c[u*stride]; cu != 0 {
+				a += cu * (xi - ys[u*d+i])
+			}
+		}
+		out[i] = a
+	}
+}
+
+// pairDistCoef sets c = 2g (squared) or g/dist, 0 where dist = 0.
+func pairDistCoef[T float](g, dist, c []T, squared bool) {
+	c = c[:len(g)]
+	if squared {
+		for s, v := range g {
+			c[s] = 2 * v
+		}
+		return
+	}
+	dist = dist[:len(g)]
+	for s, v := range g {
+		if dist[s] == 0 {
+			c[s] = 0
+		} else {
+			c[s] = v / dist[s]
+		}
+	}
 }
 
 // LogPositive returns log x where x > 0 and −Inf elsewhere, with gradient g/x inside and
@@ -300,11 +419,25 @@ func logPositive(x float64) float64 {
 func (logPositiveKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	switch x := in[0].Data().(type) {
 	case []float32:
-		mapInto(x, out.Data().([]float32), logPositive)
+		logPositiveFwd(x, out.Data().([]float32))
 	case []float64:
-		mapInto(x, out.Data().([]float64), logPositive)
+		logPositiveFwd(x, out.Data().([]float64))
 	}
 	return nil
+}
+
+// logPositiveChunk is the number of entries per parallel task of LogPositive.
+const logPositiveChunk = 4096
+
+func logPositiveFwd[T float](x, out []T) {
+	out = out[:len(x)]
+	parallelFor((len(x)+logPositiveChunk-1)/logPositiveChunk, 20*logPositiveChunk, func(lo, hi int) {
+		xs, os := x[lo*logPositiveChunk:min(hi*logPositiveChunk, len(x))], out[lo*logPositiveChunk:]
+		os = os[:len(xs)]
+		for i, v := range xs {
+			os[i] = T(logPositive(float64(v)))
+		}
+	})
 }
 
 func (logPositiveKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
@@ -318,6 +451,7 @@ func (logPositiveKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tenso
 }
 
 func logPositiveBwd[T float](x, g, dst []T) {
+	g, dst = g[:len(x)], dst[:len(x)]
 	for i, v := range x {
 		if v > 0 {
 			dst[i] = g[i] / v

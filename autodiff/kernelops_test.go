@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -98,6 +99,89 @@ func TestKernelOpsShapeErrors(t *testing.T) {
 		g := NewGraph(Float64, false, 0)
 		if out := c.f(g); out != nil || g.Err() == nil || !contains(g.Err().Error(), c.name) {
 			t.Errorf("%s: got %v, err %v", c.name, out, g.Err())
+		}
+	}
+}
+
+// TestPairwiseDistFloat32 checks the float32 kernels (AVX-512 where the CPU has it, and
+// the plain loops) against the float64 ones, at sizes around the 16-lane width, with
+// coinciding points (distance exactly 0, zero subgradient) and zero upstream gradients.
+func TestPairwiseDistFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	paths := []bool{false}
+	if hasAVX512 {
+		paths = append(paths, true)
+	}
+	defer func(h bool) { hasAVX512 = h }(hasAVX512)
+	for _, avx := range paths {
+		hasAVX512 = avx
+		for _, sz := range [][4]int{{1, 1, 1, 1}, {2, 3, 5, 4}, {2, 16, 16, 16}, {1, 17, 33, 17}, {3, 9, 40, 33}, {1, 20, 15, 8}} {
+			n, tq, tk, d := sz[0], sz[1], sz[2], sz[3]
+			q64, k64 := make([]float64, n*tq*d), make([]float64, n*tk*d)
+			g64 := make([]float64, n*tq*tk)
+			for i := range q64 {
+				q64[i] = rng.NormFloat64()
+			}
+			for i := range k64 {
+				k64[i] = rng.NormFloat64()
+			}
+			for i := range g64 {
+				if rng.IntN(3) > 0 {
+					g64[i] = rng.NormFloat64()
+				}
+			}
+			// Query t of problem p coincides with key t.
+			for p := 0; p < n; p++ {
+				for t := 0; t < min(tq, tk); t += 2 {
+					copy(q64[(p*tq+t)*d:(p*tq+t+1)*d], k64[(p*tk+t)*d:(p*tk+t+1)*d])
+				}
+			}
+			f32 := func(x []float64) []float32 {
+				y := make([]float32, len(x))
+				for i, v := range x {
+					y[i] = float32(v)
+				}
+				return y
+			}
+			// The float64 reference starts from the float32-rounded inputs.
+			q32, k32, g32 := f32(q64), f32(k64), f32(g64)
+			for i := range q64 {
+				q64[i] = float64(q32[i])
+			}
+			for i := range k64 {
+				k64[i] = float64(k32[i])
+			}
+			for i := range g64 {
+				g64[i] = float64(g32[i])
+			}
+			for _, squared := range []bool{true, false} {
+				name := fmt.Sprintf("avx512=%v %v squared=%v", avx, sz, squared)
+				o64, o32 := make([]float64, n*tq*tk), make([]float32, n*tq*tk)
+				pairDistFwd(q64, k64, o64, n, tq, tk, d, squared)
+				pairDistFwd(q32, k32, o32, n, tq, tk, d, squared)
+				for i, w := range o64 {
+					if w == 0 && o32[i] != 0 || math.Abs(float64(o32[i])-w) > 1e-5*max(1, w) {
+						t.Fatalf("%s: dist[%d] = %g, want %g", name, i, o32[i], w)
+					}
+				}
+				for wrt, size := range []int{n * tq * d, n * tk * d} {
+					d64, d32 := make([]float64, size), make([]float32, size)
+					for i := range d32 {
+						d32[i] = float32(math.NaN()) // every entry must be written
+					}
+					pairDistBwd(wrt, q64, k64, o64, g64, d64, n, tq, tk, d, squared)
+					pairDistBwd(wrt, q32, k32, o32, g32, d32, n, tq, tk, d, squared)
+					scale := 0.0
+					for _, w := range d64 {
+						scale = max(scale, math.Abs(w))
+					}
+					for i, w := range d64 {
+						if math.IsNaN(float64(d32[i])) || math.Abs(float64(d32[i])-w) > 1e-5*max(1, scale) {
+							t.Fatalf("%s: grad %d [%d] = %g, want %g", name, wrt, i, d32[i], w)
+						}
+					}
+				}
+			}
 		}
 	}
 }

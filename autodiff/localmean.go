@@ -5,6 +5,9 @@ import (
 	"math"
 
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/gemm"
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // Mask is a box position kernel (THEORY.md §1): which keys each query may see. Key s is
@@ -100,11 +103,9 @@ type localMeanKernel struct {
 	mask      Mask
 	keyMasked bool
 	// w caches the normalised weights of the last forward pass for the backward pass.
+	// Only the key blocks that keyRange leaves visible are written (see localMeanForward).
 	w32 []float32
 	w64 []float64
-	// a is scratch for dM·v in the scores backward pass.
-	a32 []float32
-	a64 []float64
 }
 
 func (k *localMeanKernel) opName() string { return "LocalMean" }
@@ -147,12 +148,12 @@ func (k *localMeanKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		if len(k.w32) != len(s) {
 			k.w32 = make([]float32, len(s))
 		}
-		localMeanForward(d, k.mask, s, in[1].Data().([]float32), keyMaskData[float32](in, k.keyMasked), k.w32, out.Data().([]float32))
+		localMeanForward(d, k.mask, gemm.Sgemm, vmath.ExpShift, s, in[1].Data().([]float32), keyMaskData[float32](in, k.keyMasked), k.w32, out.Data().([]float32))
 	case []float64:
 		if len(k.w64) != len(s) {
 			k.w64 = make([]float64, len(s))
 		}
-		localMeanForward(d, k.mask, s, in[1].Data().([]float64), keyMaskData[float64](in, k.keyMasked), k.w64, out.Data().([]float64))
+		localMeanForward(d, k.mask, gemm.Dgemm, expShift64, s, in[1].Data().([]float64), keyMaskData[float64](in, k.keyMasked), k.w64, out.Data().([]float64))
 	}
 	return nil
 }
@@ -164,7 +165,13 @@ func keyMaskData[T float](in []*tensor.Dense, masked bool) []T {
 	return in[2].Data().([]T)
 }
 
-func localMeanForward[T float](d lmDims, mask Mask, s, v, keyMask, w, m []T) {
+// localMeanForward works per (batch·head) problem in blocks of rowBlock queries: it
+// normalises the scores of the block's rows into w over the union [clo, chi) of the
+// keys they may see (keyRange; zero where a row's own mask hides a key) and sets
+// m[r0:r1] = w[r0:r1, clo:chi]·v[clo:chi] with one matrix product. Entries of w outside
+// [clo, chi) are neither written nor read (the backward pass uses the same blocks), so
+// fully masked key blocks (a causal mask's upper triangle) cost nothing.
+func localMeanForward[T float](d lmDims, mask Mask, mm gemmFunc[T], expShift func([]T, T), s, v, keyMask, w, m []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.dv+4), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			sp := s[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
@@ -176,73 +183,162 @@ func localMeanForward[T float](d lmDims, mask Mask, s, v, keyMask, w, m []T) {
 				b := p / d.heads
 				km = keyMask[b*d.tk : (b+1)*d.tk]
 			}
-			for t := 0; t < d.tq; t++ {
-				st, wt := sp[t*d.tk:(t+1)*d.tk], wp[t*d.tk:(t+1)*d.tk]
-				mt := mp[t*d.dv : (t+1)*d.dv]
-				clear(mt)
-				lo, hi, self := mask.visible(t, d.tk)
-				if !normalise(st, wt, km, lo, hi, self) {
+			for r0 := 0; r0 < d.tq; r0 += rowBlock {
+				r1 := min(r0+rowBlock, d.tq)
+				clo, chi := keyRange(mask, r0, r1, d.tk)
+				if chi <= clo {
+					clear(mp[r0*d.dv : r1*d.dv])
 					continue
 				}
-				for j := lo; j < hi; j++ {
-					wj := wt[j]
-					if wj == 0 {
-						continue
-					}
-					axpy(wj, vp[j*d.dv:(j+1)*d.dv], mt)
+				for t := r0; t < r1; t++ {
+					normalise(sp[t*d.tk:(t+1)*d.tk], wp[t*d.tk:(t+1)*d.tk], km, mask, t, clo, chi, expShift)
 				}
+				mm(false, false, r1-r0, d.dv, chi-clo, 1, wp[r0*d.tk+clo:], d.tk, vp[clo*d.dv:], d.dv, 0, mp[r0*d.dv:], d.dv)
 			}
 		}
 	})
 }
 
-// normalise writes the softmax of st over the visible keys into wt (zero elsewhere) and
-// reports whether any key had positive weight.
-func normalise[T float](st, wt, km []T, lo, hi, self int) bool {
-	clear(wt)
-	mx := math.Inf(-1)
-	for j := lo; j < hi; j++ {
-		if j == self || (km != nil && km[j] == 0) {
-			continue
+// normalise writes into wt[clo:chi] the softmax of the scores st of query t over the keys
+// that the mask and key mask km allow, zero for the other keys of [clo, chi), which must
+// contain the query's visible range. Scores of −Inf get weight exactly 0; a row with no
+// key of finite score is all zero. expShift sets x[i] = exp(x[i] − shift).
+func normalise[T float](st, wt, km []T, mask Mask, t, clo, chi int, expShift func([]T, T)) {
+	lo, hi, self := mask.visible(t, len(st))
+	lo, hi = max(lo, clo), min(hi, chi) // no-op for a visible range inside [clo, chi)
+	if hi <= lo {
+		clear(wt[clo:chi])
+		return
+	}
+	clear(wt[clo:lo])
+	clear(wt[hi:chi])
+	mx := T(math.Inf(-1))
+	if self >= lo && self < hi || km != nil {
+		for j := lo; j < hi; j++ {
+			if j == self || (km != nil && km[j] == 0) {
+				continue
+			}
+			if x := st[j]; x > mx {
+				mx = x
+			}
 		}
-		if x := float64(st[j]); x > mx {
-			mx = x
+	} else {
+		mx = maxOf(st[lo:hi])
+	}
+	row := wt[lo:hi]
+	if math.IsInf(float64(mx), -1) {
+		clear(row)
+		return
+	}
+	copy(row, st[lo:hi])
+	expShift(row, mx)
+	// Zero the hidden keys, whose scores took no part in the maximum, and the keys whose
+	// weight exp(s − max) is below tinyWeight: exp is clamped below, so
+	// that −Inf scores (a compact kernel's outside) get weight exactly 0.
+	if self >= lo && self < hi {
+		row[self-lo] = 0
+	}
+	if km != nil {
+		for j := lo; j < hi; j++ {
+			if km[j] == 0 {
+				wt[j] = 0
+			}
 		}
 	}
-	if math.IsInf(mx, -1) || math.IsNaN(mx) {
-		return false
+	inv := T(1 / sumFlush(row))
+	for j := range row {
+		row[j] *= inv
 	}
-	var sum float64
-	for j := lo; j < hi; j++ {
-		if j == self || (km != nil && km[j] == 0) {
-			continue
-		}
-		e := math.Exp(float64(st[j]) - mx)
-		wt[j] = T(e)
-		sum += e
-	}
-	inv := 1 / sum
-	for j := lo; j < hi; j++ {
-		wt[j] = T(float64(wt[j]) * inv)
-	}
-	return true
 }
 
-// axpy sets y += a·x.
-func axpy[T float](a T, x, y []T) {
-	y = y[:len(x)]
-	for i, xi := range x {
-		y[i] += a * xi
+// maxOf returns the largest entry of x (−Inf for none). A NaN entry gives NaN or is
+// ignored; either way the row's weights come out NaN, as with any other max.
+func maxOf[T float](x []T) T {
+	if x32, ok := any(x).([]float32); ok {
+		return T(maxOf32(x32))
 	}
+	m := T(math.Inf(-1))
+	for _, v := range x {
+		if v > m {
+			m = v
+		}
+	}
+	return m
 }
 
-func dot[T float](x, y []T) T {
-	y = y[:len(x)]
-	var s T
-	for i, xi := range x {
-		s += xi * y[i]
+// maxOf32 compares the float32s as sign-magnitude integers mapped to two's complement
+// order, which compiles to branch-free conditional moves (a float comparison branches,
+// and mispredicts on random data).
+func maxOf32(x []float32) float32 {
+	ninf := f32key(float32(math.Inf(-1)))
+	m0, m1, m2, m3 := ninf, ninf, ninf, ninf
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		x := x[i : i+4 : i+4]
+		m0 = max(m0, f32key(x[0]))
+		m1 = max(m1, f32key(x[1]))
+		m2 = max(m2, f32key(x[2]))
+		m3 = max(m3, f32key(x[3]))
 	}
-	return s
+	for ; i < len(x); i++ {
+		m0 = max(m0, f32key(x[i]))
+	}
+	return f32unkey(max(max(m0, m1), max(m2, m3)))
+}
+
+// f32key maps a float32's bits to an int32 of the same order (−0 below +0).
+func f32key(v float32) int32 {
+	b := int32(math.Float32bits(v))
+	return b ^ (b >> 31 & 0x7fffffff)
+}
+
+func f32unkey(k int32) float32 { return math.Float32frombits(uint32(k ^ (k >> 31 & 0x7fffffff))) }
+
+// tinyWeight is twice the smallest normal float32, above the floor of the clamped
+// float32 exp (exp(−87.34) ≈ 2⁻¹²⁶): exp(s − max) below it counts as 0, relative to the
+// maximum's weight 1 far below round-off.
+const tinyWeight = 0x1p-125
+
+// sumFlush zeroes the entries of x below tinyWeight and returns the sum of the rest,
+// accumulated in float64.
+func sumFlush[T float](x []T) float64 {
+	var s0, s1 float64
+	i := 0
+	for ; i+2 <= len(x); i += 2 {
+		x := x[i : i+2 : i+2]
+		if x[0] < tinyWeight {
+			x[0] = 0
+		}
+		if x[1] < tinyWeight {
+			x[1] = 0
+		}
+		s0 += float64(x[0])
+		s1 += float64(x[1])
+	}
+	if i < len(x) {
+		if x[i] < tinyWeight {
+			x[i] = 0
+		}
+		s0 += float64(x[i])
+	}
+	return s0 + s1
+}
+
+// dot64 returns Σ x·y accumulated in float64.
+func dot64[T float](x, y []T) float64 {
+	y = y[:len(x)]
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += float64(x[i]) * float64(y[i])
+		s1 += float64(x[i+1]) * float64(y[i+1])
+		s2 += float64(x[i+2]) * float64(y[i+2])
+		s3 += float64(x[i+3]) * float64(y[i+3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i]) * float64(y[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 func (k *localMeanKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
@@ -250,74 +346,67 @@ func (k *localMeanKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *te
 	switch dm := gout.Data().(type) {
 	case []float32:
 		if wrt == 1 {
-			localMeanGradValues(d, k.mask, k.w32, dm, dst.Data().([]float32))
+			localMeanGradValues(d, k.mask, gemm.Sgemm, k.w32, dm, dst.Data().([]float32))
 			return nil
 		}
-		if len(k.a32) != len(k.w32) {
-			k.a32 = make([]float32, len(k.w32))
-		}
-		localMeanGradScores(d, k.mask, k.w32, in[1].Data().([]float32), dm, k.a32, dst.Data().([]float32))
+		localMeanGradScores(d, k.mask, gemm.Sgemm, k.w32, in[1].Data().([]float32), dm, dst.Data().([]float32))
 	case []float64:
 		if wrt == 1 {
-			localMeanGradValues(d, k.mask, k.w64, dm, dst.Data().([]float64))
+			localMeanGradValues(d, k.mask, gemm.Dgemm, k.w64, dm, dst.Data().([]float64))
 			return nil
 		}
-		if len(k.a64) != len(k.w64) {
-			k.a64 = make([]float64, len(k.w64))
-		}
-		localMeanGradScores(d, k.mask, k.w64, in[1].Data().([]float64), dm, k.a64, dst.Data().([]float64))
+		localMeanGradScores(d, k.mask, gemm.Dgemm, k.w64, in[1].Data().([]float64), dm, dst.Data().([]float64))
 	}
 	return nil
 }
 
-// localMeanGradValues computes dv_s = Σ_t w_ts dm_t.
-func localMeanGradValues[T float](d lmDims, mask Mask, w, dm, dv []T) {
+// localMeanGradValues computes dv_s = Σ_t w_ts dm_t, that is dV = Wᵀ·dM over the key
+// blocks of the forward pass.
+func localMeanGradValues[T float](d lmDims, mask Mask, mm gemmFunc[T], w, dm, dv []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.dv+1), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			wp := w[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
 			dmp := dm[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
 			dvp := dv[p*d.tk*d.dv : (p+1)*d.tk*d.dv]
 			clear(dvp)
-			for t := 0; t < d.tq; t++ {
-				wt := wp[t*d.tk : (t+1)*d.tk]
-				dmt := dmp[t*d.dv : (t+1)*d.dv]
-				lo, hi, _ := mask.visible(t, d.tk)
-				for j := lo; j < hi; j++ {
-					if wt[j] != 0 {
-						axpy(wt[j], dmt, dvp[j*d.dv:(j+1)*d.dv])
-					}
+			for r0 := 0; r0 < d.tq; r0 += rowBlock {
+				r1 := min(r0+rowBlock, d.tq)
+				clo, chi := keyRange(mask, r0, r1, d.tk)
+				if chi > clo {
+					mm(true, false, chi-clo, d.dv, r1-r0, 1, wp[r0*d.tk+clo:], d.tk, dmp[r0*d.dv:], d.dv, 1, dvp[clo*d.dv:], d.dv)
 				}
 			}
 		}
 	})
 }
 
-// localMeanGradScores computes ds_ts = w_ts (dm_t·v_s − dm_t·m_t), using
-// dm_t·m_t = Σ_s w_ts (dm_t·v_s) so that m itself is not needed.
-func localMeanGradScores[T float](d lmDims, mask Mask, w, v, dm, a, ds []T) {
+// localMeanGradScores computes ds_ts = w_ts (a_ts − Σ_u w_tu a_tu) with A = dM·Vᵀ (one
+// matrix product per key block, written into ds), using dm_t·m_t = Σ_s w_ts a_ts so that
+// m itself is not needed.
+func localMeanGradScores[T float](d lmDims, mask Mask, mm gemmFunc[T], w, v, dm, ds []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.dv+2), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			wp := w[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
-			ap := a[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
 			dsp := ds[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
 			vp := v[p*d.tk*d.dv : (p+1)*d.tk*d.dv]
 			dmp := dm[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
-			for t := 0; t < d.tq; t++ {
-				wt, at, dst := wp[t*d.tk:(t+1)*d.tk], ap[t*d.tk:(t+1)*d.tk], dsp[t*d.tk:(t+1)*d.tk]
-				dmt := dmp[t*d.dv : (t+1)*d.dv]
-				clear(dst)
-				lo, hi, _ := mask.visible(t, d.tk)
-				var c float64
-				for j := lo; j < hi; j++ {
-					if wt[j] == 0 {
-						continue
-					}
-					at[j] = dot(dmt, vp[j*d.dv:(j+1)*d.dv])
-					c += float64(wt[j]) * float64(at[j])
+			for r0 := 0; r0 < d.tq; r0 += rowBlock {
+				r1 := min(r0+rowBlock, d.tq)
+				clo, chi := keyRange(mask, r0, r1, d.tk)
+				if chi <= clo {
+					clear(dsp[r0*d.tk : r1*d.tk])
+					continue
 				}
-				for j := lo; j < hi; j++ {
-					if wt[j] != 0 {
-						dst[j] = T(float64(wt[j]) * (float64(at[j]) - c))
+				mm(false, true, r1-r0, chi-clo, d.dv, 1, dmp[r0*d.dv:], d.dv, vp[clo*d.dv:], d.dv, 0, dsp[r0*d.tk+clo:], d.tk)
+				for t := r0; t < r1; t++ {
+					dst := dsp[t*d.tk : (t+1)*d.tk]
+					clear(dst[:clo])
+					clear(dst[chi:])
+					wr, ar := wp[t*d.tk+clo:t*d.tk+chi], dst[clo:chi]
+					c := T(dot64(wr, ar))
+					ar = ar[:len(wr)]
+					for j, wj := range wr {
+						ar[j] = wj * (ar[j] - c)
 					}
 				}
 			}

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/gemm"
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // naiveLocalMean is an independent reference: it builds the full visibility matrix and
@@ -227,4 +230,114 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestLocalMeanBlocks runs the blocked kernels on problems several row blocks long, in
+// float64 against the naive reference and in float32 (sgemm and vectorised exp) against
+// float64, forward and both gradients.
+func TestLocalMeanBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct {
+		name   string
+		n, h   int
+		tq, tk int
+		dv     int
+		mask   Mask
+		keyPad bool
+		negInf bool
+	}{
+		{name: "full", n: 2, h: 1, tq: 70, tk: 45, dv: 5},
+		{name: "causal", n: 2, h: 2, tq: 77, tk: 77, dv: 16, mask: Mask{Causal: true}},
+		{name: "causalHollowPad", n: 2, h: 3, tq: 40, tk: 40, dv: 3, mask: Mask{Causal: true, Hollow: true}, keyPad: true},
+		{name: "window", n: 1, h: 2, tq: 90, tk: 90, dv: 7, mask: Mask{Window: 9}},
+		{name: "windowOffset", n: 1, h: 1, tq: 50, tk: 120, dv: 4, mask: Mask{Causal: true, Window: 20, Offset: 70}},
+		{name: "negOffset", n: 1, h: 1, tq: 70, tk: 40, dv: 2, mask: Mask{Causal: true, Offset: -35}},
+		{name: "negInf", n: 2, h: 2, tq: 66, tk: 66, dv: 8, mask: Mask{Causal: true}, negInf: true},
+	} {
+		d := lmDims{n: c.n * c.h, heads: c.h, tq: c.tq, tk: c.tk, dv: c.dv}
+		s := make([]float64, d.n*d.tq*d.tk)
+		v := make([]float64, d.n*d.tk*d.dv)
+		dm := make([]float64, d.n*d.tq*d.dv)
+		for i := range s {
+			s[i] = 3 * rng.NormFloat64()
+			if c.negInf && rng.IntN(3) == 0 {
+				s[i] = math.Inf(-1)
+			}
+		}
+		if c.negInf { // one row entirely outside the support
+			for j := 0; j < d.tk; j++ {
+				s[5*d.tk+j] = math.Inf(-1)
+			}
+		}
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		for i := range dm {
+			dm[i] = rng.NormFloat64()
+		}
+		var km []float64
+		if c.keyPad {
+			km = make([]float64, c.n*d.tk)
+			for i := range km {
+				km[i] = 1
+			}
+			km[3], km[d.tk-1] = 0, 0
+			for j := 0; j < d.tk; j++ {
+				km[d.tk+j] = 0 // batch element 1 sees nothing
+			}
+		}
+		want := naiveLocalMean(d, c.mask, s, v, km)
+		w64 := make([]float64, len(s))
+		m64 := make([]float64, len(want))
+		localMeanForward(d, c.mask, gemm.Dgemm, expShift64, s, v, km, w64, m64)
+		for i, w := range want {
+			if math.Abs(m64[i]-w) > 1e-12*max(1, math.Abs(w)) {
+				t.Fatalf("%s float64: m[%d] = %g, want %g", c.name, i, m64[i], w)
+			}
+		}
+		ds64, dv64 := make([]float64, len(s)), make([]float64, len(v))
+		localMeanGradScores(d, c.mask, gemm.Dgemm, w64, v, dm, ds64)
+		localMeanGradValues(d, c.mask, gemm.Dgemm, w64, dm, dv64)
+
+		f32 := func(x []float64) []float32 {
+			y := make([]float32, len(x))
+			for i, e := range x {
+				y[i] = float32(e)
+				if i%7 == 0 {
+					y[i] = float32(math.NaN()) // outputs must be written in full
+				}
+			}
+			return y
+		}
+		in32 := func(x []float64) []float32 {
+			y := make([]float32, len(x))
+			for i, e := range x {
+				y[i] = float32(e)
+			}
+			return y
+		}
+		var km32 []float32
+		if km != nil {
+			km32 = in32(km)
+		}
+		s32, v32, dm32 := in32(s), in32(v), in32(dm)
+		w32, m32 := make([]float32, len(s)), f32(m64)
+		localMeanForward(d, c.mask, gemm.Sgemm, vmath.ExpShift, s32, v32, km32, w32, m32)
+		ds32, dv32 := f32(ds64), f32(dv64)
+		localMeanGradScores(d, c.mask, gemm.Sgemm, w32, v32, dm32, ds32)
+		localMeanGradValues(d, c.mask, gemm.Sgemm, w32, dm32, dv32)
+		for _, r := range []struct {
+			what      string
+			got       []float32
+			want      []float64
+			exactZero bool
+		}{{"m", m32, m64, false}, {"ds", ds32, ds64, true}, {"dv", dv32, dv64, false}} {
+			for i, w := range r.want {
+				g := float64(r.got[i])
+				if math.IsNaN(g) || math.Abs(g-w) > 2e-5*max(1, math.Abs(w)) || r.exactZero && w == 0 && g != 0 {
+					t.Fatalf("%s float32: %s[%d] = %g, want %g", c.name, r.what, i, g, w)
+				}
+			}
+		}
+	}
 }
