@@ -16,7 +16,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.safetensors")
 	in := map[string]*tensor.Dense{
 		"f32":    tensor.New(tensor.WithShape(2, 3), tensor.WithBacking([]float32{1, -2, 3.5, float32(math.Inf(1)), 0, 1e-30})),
-		"f64":    tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{math.Pi, -0.0, 1e300})),
+		"f64":    tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{math.Pi, math.Copysign(0, -1), 1e300})),
 		"i64":    tensor.New(tensor.WithShape(2, 1), tensor.WithBacking([]int64{-7, 1 << 40})),
 		"int":    tensor.New(tensor.WithShape(2), tensor.WithBacking([]int{3, -4})),
 		"scalar": tensor.New(tensor.FromScalar(float32(2.5))),
@@ -34,7 +34,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	}
 	want := map[string]any{
 		"f32":    []float32{1, -2, 3.5, float32(math.Inf(1)), 0, 1e-30},
-		"f64":    []float64{math.Pi, -0.0, 1e300},
+		"f64":    []float64{math.Pi, math.Copysign(0, -1), 1e300},
 		"i64":    []int64{-7, 1 << 40},
 		"int":    []int64{3, -4}, // Int is stored as I64
 		"scalar": float32(2.5),
