@@ -99,25 +99,27 @@ func (k *attentionKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	d := k.dims(in)
 	n := d.b * d.h * d.tq * d.tk
 	k.gen++
-	switch q := in[0].Data().(type) {
-	case []float32:
+	switch in[0].Dtype() {
+	case Float32:
+		q := in[0].Float32s()
 		if len(k.p32) != n {
 			k.p32 = make([]float32, n)
 		}
 		var km []float32
 		if k.keyMasked {
-			km = in[3].Data().([]float32)
+			km = in[3].Float32s()
 		}
-		attnForward(k, d, gemm.Sgemm, vmath.ExpShift, q, in[1].Data().([]float32), in[2].Data().([]float32), km, k.p32, out.Data().([]float32))
-	case []float64:
+		attnForward(k, d, gemm.Sgemm, vmath.ExpShift, q, in[1].Float32s(), in[2].Float32s(), km, k.p32, out.Float32s())
+	case Float64:
+		q := in[0].Float64s()
 		if len(k.p64) != n {
 			k.p64 = make([]float64, n)
 		}
 		var km []float64
 		if k.keyMasked {
-			km = in[3].Data().([]float64)
+			km = in[3].Float64s()
 		}
-		attnForward(k, d, gemm.Dgemm, expShift64, q, in[1].Data().([]float64), in[2].Data().([]float64), km, k.p64, out.Data().([]float64))
+		attnForward(k, d, gemm.Dgemm, expShift64, q, in[1].Float64s(), in[2].Float64s(), km, k.p64, out.Float64s())
 	}
 	return nil
 }
@@ -223,17 +225,19 @@ func expShift64(x []float64, shift float64) {
 
 func (k *attentionKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	d := k.dims(in)
-	switch q := in[0].Data().(type) {
-	case []float32:
+	switch in[0].Dtype() {
+	case Float32:
+		q := in[0].Float32s()
 		if len(k.ds32) != len(k.p32) {
 			k.ds32 = make([]float32, len(k.p32))
 		}
-		attnBackward(k, d, wrt, gemm.Sgemm, q, in[1].Data().([]float32), in[2].Data().([]float32), k.p32, k.ds32, gout.Data().([]float32), dst.Data().([]float32))
-	case []float64:
+		attnBackward(k, d, wrt, gemm.Sgemm, q, in[1].Float32s(), in[2].Float32s(), k.p32, k.ds32, gout.Float32s(), dst.Float32s())
+	case Float64:
+		q := in[0].Float64s()
 		if len(k.ds64) != len(k.p64) {
 			k.ds64 = make([]float64, len(k.p64))
 		}
-		attnBackward(k, d, wrt, gemm.Dgemm, q, in[1].Data().([]float64), in[2].Data().([]float64), k.p64, k.ds64, gout.Data().([]float64), dst.Data().([]float64))
+		attnBackward(k, d, wrt, gemm.Dgemm, q, in[1].Float64s(), in[2].Float64s(), k.p64, k.ds64, gout.Float64s(), dst.Float64s())
 	}
 	return nil
 }

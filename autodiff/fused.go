@@ -57,7 +57,7 @@ func (g *Graph) applyFused(k fusedKernel, inputs ...*Node) *Node {
 	if err != nil {
 		return g.failf("%s: %v", k.opName(), err)
 	}
-	op := &fwdOp{k: k, inShapes: shapes, outShape: outShape}
+	op := newFwdOp(k, shapes, outShape)
 	op.id = g.nextID()
 	children := make(G.Nodes, len(inputs))
 	for i, n := range inputs {
@@ -82,8 +82,62 @@ type fwdOp struct {
 	k        fusedKernel
 	inShapes []tensor.Shape
 	outShape tensor.Shape
+	name     string
+	floatIn  int   // index of the first float input, which gives the output dtype
 	id       int64 // unique within its graph; used only by kernels that are not pure
 	out      *tensor.Dense
+	ins      denseArgs
+	scalar   scalarOut
+}
+
+func newFwdOp(k fusedKernel, inShapes []tensor.Shape, outShape tensor.Shape) *fwdOp {
+	op := &fwdOp{k: k, inShapes: inShapes, outShape: outShape, name: k.opName()}
+	for i, f := range k.floatInputs() {
+		if f {
+			op.floatIn = i
+			break
+		}
+	}
+	return op
+}
+
+// identityGradKernel is implemented by kernels whose gradient with respect to some
+// inputs is the upstream gradient itself (Add): SymDiff then passes the gradient node
+// through, as gorgonia's own Add does, instead of adding an op that copies it.
+type identityGradKernel interface {
+	identityGrad(wrt int) bool
+}
+
+// denseArgs converts op inputs to dense tensors without allocating after the first run:
+// the slice is reused, and scalar inputs are copied into cached 0-d tensors.
+type denseArgs struct {
+	out  []*tensor.Dense
+	scal []*tensor.Dense
+}
+
+// scalarOut holds the reused gorgonia scalar that an op with a scalar result returns
+// (gorgonia's scalar ops want a Scalar value, not a 0-d tensor).
+type scalarOut struct {
+	f32 *G.F32
+	f64 *G.F64
+}
+
+func (s *scalarOut) value(t *tensor.Dense) G.Value {
+	switch t.Dtype() {
+	case Float32:
+		if s.f32 == nil {
+			s.f32 = new(G.F32)
+		}
+		*s.f32 = G.F32(t.Float32s()[0])
+		return s.f32
+	case Float64:
+		if s.f64 == nil {
+			s.f64 = new(G.F64)
+		}
+		*s.f64 = G.F64(t.Float64s()[0])
+		return s.f64
+	}
+	return t
 }
 
 func (op *fwdOp) Arity() int { return op.k.arity() }
@@ -108,7 +162,7 @@ func (op *fwdOp) InferShape(...G.DimSizer) (tensor.Shape, error) { return op.out
 func (op *fwdOp) ReturnsPtr() bool                               { return false }
 func (op *fwdOp) CallsExtern() bool                              { return false }
 func (op *fwdOp) OverwritesInput() int                           { return -1 }
-func (op *fwdOp) String() string                                 { return op.k.opName() + op.k.hashAttrs() }
+func (op *fwdOp) String() string                                 { return op.name + op.k.hashAttrs() }
 
 func (op *fwdOp) WriteHash(h hash.Hash) {
 	fmt.Fprintf(h, "locus.%s%s%v", op.k.opName(), op.k.hashAttrs(), op.inShapes)
@@ -124,32 +178,20 @@ func (op *fwdOp) Hashcode() uint32 {
 }
 
 func (op *fwdOp) Do(vals ...G.Value) (v G.Value, err error) {
-	defer recoverOp(op.k.opName(), &err)
-	in, err := denseInputs(op.k.opName(), vals, op.inShapes)
+	defer recoverOp(op.name, &err)
+	in, err := op.ins.convert(op.name, vals, op.inShapes)
 	if err != nil {
 		return nil, err
 	}
-	dt := in[0].Dtype()
-	for i, f := range op.k.floatInputs() {
-		if f {
-			dt = in[i].Dtype()
-			break
-		}
-	}
+	dt := in[op.floatIn].Dtype()
 	if op.out == nil || op.out.Dtype() != dt {
 		op.out = newDense(dt, op.outShape)
 	}
 	if err := op.k.forward(in, op.out); err != nil {
-		return nil, fmt.Errorf("%s: %w", op.k.opName(), err)
+		return nil, fmt.Errorf("%s: %w", op.name, err)
 	}
 	if op.outShape.IsScalar() {
-		// gorgonia's scalar ops want a Scalar value, not a 0-d tensor.
-		switch v := op.out.Data().(type) {
-		case float32:
-			return G.NewF32(v), nil
-		case float64:
-			return G.NewF64(v), nil
-		}
+		return op.scalar.value(op.out), nil
 	}
 	return op.out, nil
 }
@@ -159,11 +201,16 @@ func (op *fwdOp) DiffWRT(int) []bool { return op.k.diffWRT() }
 func (op *fwdOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	diff := op.k.diffWRT()
 	ret := make(G.Nodes, len(inputs))
+	id, _ := op.k.(identityGradKernel)
 	for i := range inputs {
 		if !diff[i] {
 			continue
 		}
-		b := &bwdOp{fwd: op, wrt: i}
+		if id != nil && id.identityGrad(i) {
+			ret[i] = grad
+			continue
+		}
+		b := newBwdOp(op, i)
 		children := append(append(G.Nodes{}, inputs...), output, grad)
 		n, err := G.ApplyOp(b, children...)
 		if err != nil {
@@ -180,9 +227,22 @@ type impureKernel interface{ impure() }
 // bwdOp computes the gradient of a fused op with respect to one input. Its inputs are the
 // forward inputs, the forward output and the upstream gradient.
 type bwdOp struct {
-	fwd *fwdOp
-	wrt int
-	dst *tensor.Dense
+	fwd    *fwdOp
+	wrt    int
+	name   string
+	shapes []tensor.Shape // of the inputs: the forward inputs, output and gradient
+	dst    *tensor.Dense
+	ins    denseArgs
+	scalar scalarOut
+}
+
+func newBwdOp(fwd *fwdOp, wrt int) *bwdOp {
+	return &bwdOp{
+		fwd:    fwd,
+		wrt:    wrt,
+		name:   fmt.Sprintf("%sGrad%d%s", fwd.name, wrt, fwd.k.hashAttrs()),
+		shapes: append(append([]tensor.Shape{}, fwd.inShapes...), fwd.outShape, fwd.outShape),
+	}
 }
 
 func (op *bwdOp) Arity() int { return op.fwd.k.arity() + 2 }
@@ -202,9 +262,7 @@ func (op *bwdOp) InferShape(...G.DimSizer) (tensor.Shape, error) {
 func (op *bwdOp) ReturnsPtr() bool     { return false }
 func (op *bwdOp) CallsExtern() bool    { return false }
 func (op *bwdOp) OverwritesInput() int { return -1 }
-func (op *bwdOp) String() string {
-	return fmt.Sprintf("%sGrad%d%s", op.fwd.k.opName(), op.wrt, op.fwd.k.hashAttrs())
-}
+func (op *bwdOp) String() string       { return op.name }
 
 func (op *bwdOp) WriteHash(h hash.Hash) {
 	op.fwd.WriteHash(h)
@@ -218,10 +276,9 @@ func (op *bwdOp) Hashcode() uint32 {
 }
 
 func (op *bwdOp) Do(vals ...G.Value) (v G.Value, err error) {
-	defer recoverOp(op.String(), &err)
+	defer recoverOp(op.name, &err)
 	n := op.fwd.k.arity()
-	shapes := append(append([]tensor.Shape{}, op.fwd.inShapes...), op.fwd.outShape, op.fwd.outShape)
-	all, err := denseInputs(op.String(), vals, shapes)
+	all, err := op.ins.convert(op.name, vals, op.shapes)
 	if err != nil {
 		return nil, err
 	}
@@ -230,25 +287,37 @@ func (op *bwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 		op.dst = newDense(in[op.wrt].Dtype(), op.fwd.inShapes[op.wrt])
 	}
 	if err := op.fwd.k.backward(op.wrt, in, out, gout, op.dst); err != nil {
-		return nil, fmt.Errorf("%s: %w", op.String(), err)
+		return nil, fmt.Errorf("%s: %w", op.name, err)
+	}
+	if op.fwd.inShapes[op.wrt].IsScalar() {
+		return op.scalar.value(op.dst), nil
 	}
 	return op.dst, nil
 }
 
-// denseInputs converts op inputs to dense tensors and checks their shapes, so that a
-// kernel never indexes out of range.
-func denseInputs(name string, vals []G.Value, shapes []tensor.Shape) ([]*tensor.Dense, error) {
+// convert converts op inputs to dense tensors and checks their shapes, so that a kernel
+// never indexes out of range. The returned slice is valid until the next call.
+func (a *denseArgs) convert(name string, vals []G.Value, shapes []tensor.Shape) ([]*tensor.Dense, error) {
 	if len(vals) != len(shapes) {
 		return nil, fmt.Errorf("%s: got %d inputs, want %d", name, len(vals), len(shapes))
 	}
-	out := make([]*tensor.Dense, len(vals))
+	if len(a.out) != len(vals) {
+		a.out = make([]*tensor.Dense, len(vals))
+		a.scal = make([]*tensor.Dense, len(vals))
+	}
+	out := a.out
 	for i, v := range vals {
 		switch t := v.(type) {
 		case *tensor.Dense:
 			out[i] = t
+		case *G.F32:
+			out[i] = a.scalar(i, Float32)
+			out[i].Float32s()[0] = float32(*t)
+		case *G.F64:
+			out[i] = a.scalar(i, Float64)
+			out[i].Float64s()[0] = float64(*t)
 		case G.Scalar:
-			d := tensor.New(tensor.FromScalar(t.Data()))
-			out[i] = d
+			out[i] = tensor.New(tensor.FromScalar(t.Data()))
 		default:
 			return nil, fmt.Errorf("%s: input %d is %T, want a dense tensor", name, i, v)
 		}
@@ -257,6 +326,13 @@ func denseInputs(name string, vals []G.Value, shapes []tensor.Shape) ([]*tensor.
 		}
 	}
 	return out, nil
+}
+
+func (a *denseArgs) scalar(i int, dt Dtype) *tensor.Dense {
+	if a.scal[i] == nil || a.scal[i].Dtype() != dt {
+		a.scal[i] = newDense(dt, tensor.ScalarShape())
+	}
+	return a.scal[i]
 }
 
 // float is the element type of fused kernels.

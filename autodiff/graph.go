@@ -256,7 +256,7 @@ func (g *Graph) Add(a, b *Node) *Node {
 	if !g.sameShape("Add", a, b) {
 		return nil
 	}
-	return g.apply("Add", func() (*G.Node, error) { return G.Add(a.n, b.n) }, a, b)
+	return g.applyFused(binaryKernel{binAdd}, a, b)
 }
 
 // Sub returns a − b (same shapes).
@@ -264,7 +264,7 @@ func (g *Graph) Sub(a, b *Node) *Node {
 	if !g.sameShape("Sub", a, b) {
 		return nil
 	}
-	return g.apply("Sub", func() (*G.Node, error) { return G.Sub(a.n, b.n) }, a, b)
+	return g.applyFused(binaryKernel{binSub}, a, b)
 }
 
 // Mul returns the elementwise product a ⊙ b (same shapes).
@@ -272,7 +272,7 @@ func (g *Graph) Mul(a, b *Node) *Node {
 	if !g.sameShape("Mul", a, b) {
 		return nil
 	}
-	return g.apply("Mul", func() (*G.Node, error) { return G.HadamardProd(a.n, b.n) }, a, b)
+	return g.applyFused(binaryKernel{binMul}, a, b)
 }
 
 // Div returns the elementwise quotient a / b (same shapes).
@@ -280,7 +280,7 @@ func (g *Graph) Div(a, b *Node) *Node {
 	if !g.sameShape("Div", a, b) {
 		return nil
 	}
-	return g.apply("Div", func() (*G.Node, error) { return G.HadamardDiv(a.n, b.n) }, a, b)
+	return g.applyFused(binaryKernel{binDiv}, a, b)
 }
 
 // Scale returns c·x for a constant c.
@@ -288,8 +288,7 @@ func (g *Graph) Scale(x *Node, c float64) *Node {
 	if !g.ok("Scale", x) {
 		return nil
 	}
-	cn := g.Const(c)
-	return g.apply("Scale", func() (*G.Node, error) { return G.Mul(x.n, cn.n) }, x)
+	return g.applyFused(constKernel{name: "Scale", mul: true, c: c}, x)
 }
 
 // AddConst returns x + c for a constant c.
@@ -297,8 +296,7 @@ func (g *Graph) AddConst(x *Node, c float64) *Node {
 	if !g.ok("AddConst", x) {
 		return nil
 	}
-	cn := g.Const(c)
-	return g.apply("AddConst", func() (*G.Node, error) { return G.Add(x.n, cn.n) }, x)
+	return g.applyFused(constKernel{name: "AddConst", c: c}, x)
 }
 
 // MulScalar returns s·x for a scalar node s (shape [] or [1]).
@@ -309,13 +307,7 @@ func (g *Graph) MulScalar(x, s *Node) *Node {
 	if s.n.Shape().TotalSize() != 1 {
 		return g.failf("MulScalar: scalar has shape %v", s.n.Shape())
 	}
-	if !s.n.IsScalar() {
-		s = g.Reshape(s, nil)
-		if s == nil {
-			return nil
-		}
-	}
-	return g.apply("MulScalar", func() (*G.Node, error) { return G.Mul(x.n, s.n) }, x, s)
+	return g.applyFused(mulScalarKernel{}, x, s)
 }
 
 func (g *Graph) unary(op string, x *Node, f func(*G.Node) (*G.Node, error)) *Node {
@@ -323,7 +315,12 @@ func (g *Graph) unary(op string, x *Node, f func(*G.Node) (*G.Node, error)) *Nod
 }
 
 // Neg returns −x.
-func (g *Graph) Neg(x *Node) *Node { return g.unary("Neg", x, G.Neg) }
+func (g *Graph) Neg(x *Node) *Node {
+	if !g.ok("Neg", x) {
+		return nil
+	}
+	return g.applyFused(constKernel{name: "Neg", mul: true, c: -1}, x)
+}
 
 // Exp returns exp(x) elementwise.
 func (g *Graph) Exp(x *Node) *Node { return g.unary("Exp", x, G.Exp) }
@@ -399,7 +396,7 @@ func (g *Graph) Sum(x *Node, axes ...int) *Node {
 	if !g.ok("Sum", x) || !g.validAxes("Sum", x, axes) {
 		return nil
 	}
-	return g.apply("Sum", func() (*G.Node, error) { return G.Sum(x.n, axes...) }, x)
+	return g.applyFused(newReduceKernel(false, x.n.Shape(), axes), x)
 }
 
 // Mean averages x over the given axes (all axes if none), dropping them.
@@ -407,7 +404,7 @@ func (g *Graph) Mean(x *Node, axes ...int) *Node {
 	if !g.ok("Mean", x) || !g.validAxes("Mean", x, axes) {
 		return nil
 	}
-	return g.apply("Mean", func() (*G.Node, error) { return G.Mean(x.n, axes...) }, x)
+	return g.applyFused(newReduceKernel(true, x.n.Shape(), axes), x)
 }
 
 func (g *Graph) validAxes(op string, x *Node, axes []int) bool {
@@ -463,7 +460,10 @@ func (g *Graph) Transpose(x *Node, axes ...int) *Node {
 		}
 		seen[a] = true
 	}
-	return g.apply("Transpose", func() (*G.Node, error) { return G.Transpose(x.n, axes...) }, x)
+	if x.Dtype() != g.dtype {
+		return g.apply("Transpose", func() (*G.Node, error) { return G.Transpose(x.n, axes...) }, x)
+	}
+	return g.applyFused(newTransposeKernel(x.n.Shape(), axes), x)
 }
 
 // Slice takes x[lo:hi] along axis, keeping the axis.
@@ -474,6 +474,9 @@ func (g *Graph) Slice(x *Node, axis, lo, hi int) *Node {
 	s := x.n.Shape()
 	if axis < 0 || axis >= s.Dims() || lo < 0 || hi > s[axis] || lo >= hi {
 		return g.failf("Slice: [%d:%d] along axis %d of %v", lo, hi, axis, s)
+	}
+	if x.Dtype() == g.dtype {
+		return g.applyFused(newSliceKernel(s, axis, lo, hi), x)
 	}
 	sl := make([]tensor.Slice, s.Dims())
 	sl[axis] = G.S(lo, hi)

@@ -37,11 +37,13 @@ func (scaleRowsKernel) floatInputs() []bool                              { retur
 func (scaleRowsKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
 
 func (scaleRowsKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		scaleRowsFwd(x, in[1].Data().([]float32), out.Data().([]float32))
-	case []float64:
-		scaleRowsFwd(x, in[1].Data().([]float64), out.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		scaleRowsFwd(x, in[1].Float32s(), out.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		scaleRowsFwd(x, in[1].Float64s(), out.Float64s())
 	}
 	return nil
 }
@@ -57,11 +59,13 @@ func scaleRowsFwd[T float](x, s, out []T) {
 }
 
 func (scaleRowsKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		scaleRowsBwd(wrt, x, in[1].Data().([]float32), gout.Data().([]float32), dst.Data().([]float32))
-	case []float64:
-		scaleRowsBwd(wrt, x, in[1].Data().([]float64), gout.Data().([]float64), dst.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		scaleRowsBwd(wrt, x, in[1].Float32s(), gout.Float32s(), dst.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		scaleRowsBwd(wrt, x, in[1].Float64s(), gout.Float64s(), dst.Float64s())
 	}
 	return nil
 }
@@ -108,11 +112,13 @@ func (logSumExpKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
 }
 
 func (logSumExpKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		logSumExpFwd(x, out.Data().([]float32))
-	case []float64:
-		logSumExpFwd(x, out.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		logSumExpFwd(x, out.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		logSumExpFwd(x, out.Float64s())
 	}
 	return nil
 }
@@ -138,11 +144,13 @@ func logSumExpFwd[T float](x, out []T) {
 }
 
 func (logSumExpKernel) backward(_ int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		logSumExpBwd(x, out.Data().([]float32), gout.Data().([]float32), dst.Data().([]float32))
-	case []float64:
-		logSumExpBwd(x, out.Data().([]float64), gout.Data().([]float64), dst.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		logSumExpBwd(x, out.Float32s(), gout.Float32s(), dst.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		logSumExpBwd(x, out.Float64s(), gout.Float64s(), dst.Float64s())
 	}
 	return nil
 }
@@ -189,11 +197,13 @@ func (pairDistKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (k pairDistKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	qs, ks := in[0].Shape(), in[1].Shape()
-	switch q := in[0].Data().(type) {
-	case []float32:
-		pairDistFwd(q, in[1].Data().([]float32), out.Data().([]float32), qs[0], qs[1], ks[1], qs[2], k.squared)
-	case []float64:
-		pairDistFwd(q, in[1].Data().([]float64), out.Data().([]float64), qs[0], qs[1], ks[1], qs[2], k.squared)
+	switch in[0].Dtype() {
+	case Float32:
+		q := in[0].Float32s()
+		pairDistFwd(q, in[1].Float32s(), out.Float32s(), qs[0], qs[1], ks[1], qs[2], k.squared)
+	case Float64:
+		q := in[0].Float64s()
+		pairDistFwd(q, in[1].Float64s(), out.Float64s(), qs[0], qs[1], ks[1], qs[2], k.squared)
 	}
 	return nil
 }
@@ -286,11 +296,13 @@ func sqDists[T float](q, k, out []T) {
 
 func (k pairDistKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	qs, ks := in[0].Shape(), in[1].Shape()
-	switch q := in[0].Data().(type) {
-	case []float32:
-		pairDistBwd(wrt, q, in[1].Data().([]float32), out.Data().([]float32), gout.Data().([]float32), dst.Data().([]float32), qs[0], qs[1], ks[1], qs[2], k.squared)
-	case []float64:
-		pairDistBwd(wrt, q, in[1].Data().([]float64), out.Data().([]float64), gout.Data().([]float64), dst.Data().([]float64), qs[0], qs[1], ks[1], qs[2], k.squared)
+	switch in[0].Dtype() {
+	case Float32:
+		q := in[0].Float32s()
+		pairDistBwd(wrt, q, in[1].Float32s(), out.Float32s(), gout.Float32s(), dst.Float32s(), qs[0], qs[1], ks[1], qs[2], k.squared)
+	case Float64:
+		q := in[0].Float64s()
+		pairDistBwd(wrt, q, in[1].Float64s(), out.Float64s(), gout.Float64s(), dst.Float64s(), qs[0], qs[1], ks[1], qs[2], k.squared)
 	}
 	return nil
 }
@@ -417,11 +429,13 @@ func logPositive(x float64) float64 {
 }
 
 func (logPositiveKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		logPositiveFwd(x, out.Data().([]float32))
-	case []float64:
-		logPositiveFwd(x, out.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		logPositiveFwd(x, out.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		logPositiveFwd(x, out.Float64s())
 	}
 	return nil
 }
@@ -441,11 +455,13 @@ func logPositiveFwd[T float](x, out []T) {
 }
 
 func (logPositiveKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		logPositiveBwd(x, gout.Data().([]float32), dst.Data().([]float32))
-	case []float64:
-		logPositiveBwd(x, gout.Data().([]float64), dst.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		logPositiveBwd(x, gout.Float32s(), dst.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		logPositiveBwd(x, gout.Float64s(), dst.Float64s())
 	}
 	return nil
 }
@@ -531,11 +547,13 @@ func (k *kthSmallestKernel) forward(in []*tensor.Dense, out *tensor.Dense) error
 	if len(k.idx) != d.n*d.tq {
 		k.idx = make([]int, d.n*d.tq)
 	}
-	switch x := in[0].Data().(type) {
-	case []float32:
-		kthSmallestFwd(d, k.k, k.mask, x, keyMaskOf[float32](in, k.keyMasked), k.idx, out.Data().([]float32))
-	case []float64:
-		kthSmallestFwd(d, k.k, k.mask, x, keyMaskOf[float64](in, k.keyMasked), k.idx, out.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		kthSmallestFwd(d, k.k, k.mask, x, keyMaskOf[float32](in, k.keyMasked), k.idx, out.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		kthSmallestFwd(d, k.k, k.mask, x, keyMaskOf[float64](in, k.keyMasked), k.idx, out.Float64s())
 	}
 	return nil
 }
@@ -544,7 +562,7 @@ func keyMaskOf[T float](in []*tensor.Dense, masked bool) []T {
 	if !masked {
 		return nil
 	}
-	return in[1].Data().([]T)
+	return flat[T](in[1])
 }
 
 func kthSmallestFwd[T float](d lmDims, k int, mask Mask, x, keyMask []T, idx []int, out []T) {
@@ -581,11 +599,13 @@ func kthSmallestFwd[T float](d lmDims, k int, mask Mask, x, keyMask []T, idx []i
 func (k *kthSmallestKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	s := in[0].Shape()
 	tk := s[s.Dims()-1]
-	switch dd := dst.Data().(type) {
-	case []float32:
-		kthSmallestBwd(k.idx, tk, gout.Data().([]float32), dd)
-	case []float64:
-		kthSmallestBwd(k.idx, tk, gout.Data().([]float64), dd)
+	switch dst.Dtype() {
+	case Float32:
+		dd := dst.Float32s()
+		kthSmallestBwd(k.idx, tk, gout.Float32s(), dd)
+	case Float64:
+		dd := dst.Float64s()
+		kthSmallestBwd(k.idx, tk, gout.Float64s(), dd)
 	}
 	return nil
 }

@@ -143,17 +143,19 @@ func dimsOf(scores, values tensor.Shape) lmDims {
 
 func (k *localMeanKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	d := dimsOf(in[0].Shape(), in[1].Shape())
-	switch s := in[0].Data().(type) {
-	case []float32:
+	switch in[0].Dtype() {
+	case Float32:
+		s := in[0].Float32s()
 		if len(k.w32) != len(s) {
 			k.w32 = make([]float32, len(s))
 		}
-		localMeanForward(d, k.mask, gemm.Sgemm, vmath.ExpShift, s, in[1].Data().([]float32), keyMaskData[float32](in, k.keyMasked), k.w32, out.Data().([]float32))
-	case []float64:
+		localMeanForward(d, k.mask, gemm.Sgemm, vmath.ExpShift, s, in[1].Float32s(), keyMaskData[float32](in, k.keyMasked), k.w32, out.Float32s())
+	case Float64:
+		s := in[0].Float64s()
 		if len(k.w64) != len(s) {
 			k.w64 = make([]float64, len(s))
 		}
-		localMeanForward(d, k.mask, gemm.Dgemm, expShift64, s, in[1].Data().([]float64), keyMaskData[float64](in, k.keyMasked), k.w64, out.Data().([]float64))
+		localMeanForward(d, k.mask, gemm.Dgemm, expShift64, s, in[1].Float64s(), keyMaskData[float64](in, k.keyMasked), k.w64, out.Float64s())
 	}
 	return nil
 }
@@ -162,7 +164,7 @@ func keyMaskData[T float](in []*tensor.Dense, masked bool) []T {
 	if !masked {
 		return nil
 	}
-	return in[2].Data().([]T)
+	return flat[T](in[2])
 }
 
 // localMeanForward works per (batch·head) problem in blocks of rowBlock queries: it
@@ -343,19 +345,21 @@ func dot64[T float](x, y []T) float64 {
 
 func (k *localMeanKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	d := dimsOf(in[0].Shape(), in[1].Shape())
-	switch dm := gout.Data().(type) {
-	case []float32:
+	switch gout.Dtype() {
+	case Float32:
+		dm := gout.Float32s()
 		if wrt == 1 {
-			localMeanGradValues(d, k.mask, gemm.Sgemm, k.w32, dm, dst.Data().([]float32))
+			localMeanGradValues(d, k.mask, gemm.Sgemm, k.w32, dm, dst.Float32s())
 			return nil
 		}
-		localMeanGradScores(d, k.mask, gemm.Sgemm, k.w32, in[1].Data().([]float32), dm, dst.Data().([]float32))
-	case []float64:
+		localMeanGradScores(d, k.mask, gemm.Sgemm, k.w32, in[1].Float32s(), dm, dst.Float32s())
+	case Float64:
+		dm := gout.Float64s()
 		if wrt == 1 {
-			localMeanGradValues(d, k.mask, gemm.Dgemm, k.w64, dm, dst.Data().([]float64))
+			localMeanGradValues(d, k.mask, gemm.Dgemm, k.w64, dm, dst.Float64s())
 			return nil
 		}
-		localMeanGradScores(d, k.mask, gemm.Dgemm, k.w64, in[1].Data().([]float64), dm, dst.Data().([]float64))
+		localMeanGradScores(d, k.mask, gemm.Dgemm, k.w64, in[1].Float64s(), dm, dst.Float64s())
 	}
 	return nil
 }

@@ -57,23 +57,25 @@ func (k *linearKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
 func (k *linearKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	nOut, nIn := in[1].Shape()[0], in[1].Shape()[1]
 	rows := in[0].Shape().TotalSize() / nIn
-	switch x := in[0].Data().(type) {
-	case []float32:
-		y := out.Data().([]float32)
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		y := out.Float32s()
 		beta := float32(0)
 		if k.bias {
-			fillRows(y, in[2].Data().([]float32))
+			fillRows(y, in[2].Float32s())
 			beta = 1
 		}
-		gemm.Parallel(false, true, rows, nOut, nIn, 1, x, nIn, in[1].Data().([]float32), nIn, beta, y, nOut)
-	case []float64:
-		y := out.Data().([]float64)
+		gemm.Parallel(false, true, rows, nOut, nIn, 1, x, nIn, in[1].Float32s(), nIn, beta, y, nOut)
+	case Float64:
+		x := in[0].Float64s()
+		y := out.Float64s()
 		beta := 0.0
 		if k.bias {
-			fillRows(y, in[2].Data().([]float64))
+			fillRows(y, in[2].Float64s())
 			beta = 1
 		}
-		gemm.Dgemm(false, true, rows, nOut, nIn, 1, x, nIn, in[1].Data().([]float64), nIn, beta, y, nOut)
+		gemm.Dgemm(false, true, rows, nOut, nIn, 1, x, nIn, in[1].Float64s(), nIn, beta, y, nOut)
 	}
 	return nil
 }
@@ -89,9 +91,10 @@ func fillRows[T float](y, b []T) {
 func (k *linearKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	nOut, nIn := in[1].Shape()[0], in[1].Shape()[1]
 	rows := in[0].Shape().TotalSize() / nIn
-	switch gy := gout.Data().(type) {
-	case []float32:
-		x, w, d := in[0].Data().([]float32), in[1].Data().([]float32), dst.Data().([]float32)
+	switch gout.Dtype() {
+	case Float32:
+		gy := gout.Float32s()
+		x, w, d := in[0].Float32s(), in[1].Float32s(), dst.Float32s()
 		switch wrt {
 		case 0: // dx = g·W
 			gemm.Parallel(false, false, rows, nIn, nOut, 1, gy, nOut, w, nIn, 0, d, nIn)
@@ -100,8 +103,9 @@ func (k *linearKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tenso
 		case 2:
 			sumRows(gy, d)
 		}
-	case []float64:
-		x, w, d := in[0].Data().([]float64), in[1].Data().([]float64), dst.Data().([]float64)
+	case Float64:
+		gy := gout.Float64s()
+		x, w, d := in[0].Float64s(), in[1].Float64s(), dst.Float64s()
 		switch wrt {
 		case 0:
 			gemm.Dgemm(false, false, rows, nIn, nOut, 1, gy, nOut, w, nIn, 0, d, nIn)
@@ -163,22 +167,26 @@ func (k *matmulKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
 
 func (k *matmulKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	d := k.dims(in[0].Shape(), in[1].Shape())
-	switch a := in[0].Data().(type) {
-	case []float32:
-		batchedGemm(d.batch, k.transA, k.transB, d.m, d.n, d.k, a, d.lda, d.m*d.k, in[1].Data().([]float32), d.ldb, d.k*d.n, out.Data().([]float32), d.n, d.m*d.n)
-	case []float64:
-		batchedGemm(d.batch, k.transA, k.transB, d.m, d.n, d.k, a, d.lda, d.m*d.k, in[1].Data().([]float64), d.ldb, d.k*d.n, out.Data().([]float64), d.n, d.m*d.n)
+	switch in[0].Dtype() {
+	case Float32:
+		a := in[0].Float32s()
+		batchedGemm(d.batch, k.transA, k.transB, d.m, d.n, d.k, a, d.lda, d.m*d.k, in[1].Float32s(), d.ldb, d.k*d.n, out.Float32s(), d.n, d.m*d.n)
+	case Float64:
+		a := in[0].Float64s()
+		batchedGemm(d.batch, k.transA, k.transB, d.m, d.n, d.k, a, d.lda, d.m*d.k, in[1].Float64s(), d.ldb, d.k*d.n, out.Float64s(), d.n, d.m*d.n)
 	}
 	return nil
 }
 
 func (k *matmulKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	d := k.dims(in[0].Shape(), in[1].Shape())
-	switch gy := gout.Data().(type) {
-	case []float32:
-		matmulGrad(k, d, wrt, in[0].Data().([]float32), in[1].Data().([]float32), gy, dst.Data().([]float32))
-	case []float64:
-		matmulGrad(k, d, wrt, in[0].Data().([]float64), in[1].Data().([]float64), gy, dst.Data().([]float64))
+	switch gout.Dtype() {
+	case Float32:
+		gy := gout.Float32s()
+		matmulGrad(k, d, wrt, in[0].Float32s(), in[1].Float32s(), gy, dst.Float32s())
+	case Float64:
+		gy := gout.Float64s()
+		matmulGrad(k, d, wrt, in[0].Float64s(), in[1].Float64s(), gy, dst.Float64s())
 	}
 	return nil
 }

@@ -1,11 +1,12 @@
 package autodiff
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
-	"strings"
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -36,6 +37,9 @@ type Model struct {
 	rng    *rand.Rand
 	pcg    *rand.PCG
 	cache  map[string]*compiled
+	// scratch of signature, reused so that a Run with a known signature does not allocate
+	names []string
+	key   []byte
 }
 
 // NewModel returns a model over params built by build. seed drives dropout masks.
@@ -63,8 +67,9 @@ type RunMode struct {
 	InputGrads bool
 }
 
-// Result holds the values of one run. Its tensors belong to the model and are
-// overwritten by the next Run with the same input signature: Clone what you keep.
+// Result holds the values of one run. Its tensors, and its Values and InputGrads maps,
+// belong to the model and are overwritten by the next Run with the same input signature:
+// Clone what you keep.
 type Result struct {
 	Loss       float64
 	HasLoss    bool
@@ -79,6 +84,9 @@ type compiled struct {
 	values     map[string]*G.Value
 	paramGrads []*G.Value // aligned with g.order
 	inputGrads map[string]*G.Value
+	// reused by every run
+	outValues     map[string]*tensor.Dense
+	outInputGrads map[string]*tensor.Dense
 }
 
 // Forward runs the model in evaluation mode without gradients.
@@ -92,19 +100,48 @@ func (m *Model) ForwardBackward(inputs map[string]*tensor.Dense) (*Result, error
 	return m.Run(inputs, RunMode{Train: true, Backward: true})
 }
 
-func signature(inputs map[string]*tensor.Dense, mode RunMode) string {
-	names := make([]string, 0, len(inputs))
+// signature appends to key a byte string that identifies the input names, dtypes and
+// shapes and the mode, and returns it; names is scratch for the sorted names.
+func signature(key []byte, names []string, inputs map[string]*tensor.Dense, mode RunMode) ([]byte, []string) {
+	names = names[:0]
 	for n := range inputs {
 		names = append(names, n)
 	}
-	sort.Strings(names)
-	var b strings.Builder
-	fmt.Fprintf(&b, "%v|", mode)
+	slices.Sort(names)
+	var flags byte
+	if mode.Train {
+		flags |= 1
+	}
+	if mode.Backward {
+		flags |= 2
+	}
+	if mode.InputGrads {
+		flags |= 4
+	}
+	key = append(key[:0], flags)
 	for _, n := range names {
 		t := inputs[n]
-		fmt.Fprintf(&b, "%s:%v%v;", n, t.Dtype(), t.Shape())
+		key = binary.AppendUvarint(key, uint64(len(n)))
+		key = append(key, n...)
+		switch dt := t.Dtype(); dt {
+		case Float32:
+			key = append(key, 'f')
+		case Float64:
+			key = append(key, 'd')
+		case tensor.Int:
+			key = append(key, 'i')
+		default:
+			key = append(key, 'o')
+			key = binary.AppendUvarint(key, uint64(len(dt.Name())))
+			key = append(key, dt.Name()...)
+		}
+		shape := t.Shape()
+		key = binary.AppendUvarint(key, uint64(len(shape)))
+		for _, d := range shape {
+			key = binary.AppendUvarint(key, uint64(d))
+		}
 	}
-	return b.String()
+	return key, names
 }
 
 // Run computes the model's outputs on inputs (named tensors; float inputs must have the
@@ -120,14 +157,14 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 			return nil, fmt.Errorf("input %q has dtype %v, want %v or int", name, t.Dtype(), m.params.dtype)
 		}
 	}
-	key := signature(inputs, mode)
-	c, ok := m.cache[key]
+	m.key, m.names = signature(m.key, m.names, inputs, mode)
+	c, ok := m.cache[string(m.key)]
 	if !ok {
 		var err error
 		if c, err = m.compile(inputs, mode); err != nil {
 			return nil, err
 		}
-		m.cache[key] = c
+		m.cache[string(m.key)] = c
 	}
 	return m.exec(c, inputs, mode)
 }
@@ -154,7 +191,8 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode) (c *compi
 			err = fmt.Errorf("compile model: %v", r)
 		}
 	}()
-	c = &compiled{g: g, values: map[string]*G.Value{}, inputGrads: map[string]*G.Value{}}
+	c = &compiled{g: g, values: map[string]*G.Value{}, inputGrads: map[string]*G.Value{},
+		outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{}}
 	if out.Loss != nil {
 		if out.Loss.g != g {
 			return nil, errors.New("build model: loss belongs to another graph")
@@ -224,14 +262,22 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode) (c *compi
 func (m *Model) exec(c *compiled, inputs map[string]*tensor.Dense, mode RunMode) (res *Result, err error) {
 	g := c.g
 	for p, n := range g.params {
+		// Parameters are updated in place: rebind only a value that changed (G.Let
+		// allocates).
+		if v, ok := n.n.Value().(*tensor.Dense); ok && v == p.value {
+			continue
+		}
 		if err := G.Let(n.n, p.value); err != nil {
 			return nil, fmt.Errorf("bind %s: %w", p.name, err)
 		}
 	}
 	for name, n := range g.inputs {
-		var v G.Value = inputs[name]
+		t := inputs[name]
+		var v G.Value = t
 		if n.n.IsScalar() {
-			v, _ = scalarValue(inputs[name])
+			v, _ = scalarValue(t)
+		} else if b, ok := n.n.Value().(*tensor.Dense); ok && b == t {
+			continue
 		}
 		if err := G.Let(n.n, v); err != nil {
 			return nil, fmt.Errorf("bind input %q: %w", name, err)
@@ -246,7 +292,9 @@ func (m *Model) exec(c *compiled, inputs map[string]*tensor.Dense, mode RunMode)
 	if err := c.vm.RunAll(); err != nil {
 		return nil, fmt.Errorf("run model: %w", err)
 	}
-	res = &Result{Values: map[string]*tensor.Dense{}, InputGrads: map[string]*tensor.Dense{}}
+	clear(c.outValues)
+	clear(c.outInputGrads)
+	res = &Result{Values: c.outValues, InputGrads: c.outInputGrads}
 	if c.loss != nil {
 		res.HasLoss = true
 		res.Loss, err = scalarOf(*c.loss)
@@ -269,32 +317,29 @@ func (m *Model) exec(c *compiled, inputs map[string]*tensor.Dense, mode RunMode)
 }
 
 func scalarValue(t *tensor.Dense) (G.Value, error) {
-	switch d := t.Data().(type) {
-	case []float32:
-		return G.NewF32(d[0]), nil
-	case []float64:
-		return G.NewF64(d[0]), nil
-	case float32:
-		return G.NewF32(d), nil
-	case float64:
-		return G.NewF64(d), nil
+	switch t.Dtype() {
+	case Float32:
+		return G.NewF32(t.Float32s()[0]), nil
+	case Float64:
+		return G.NewF64(t.Float64s()[0]), nil
 	}
 	return t, nil
 }
 
 func scalarOf(v G.Value) (float64, error) {
-	switch d := v.Data().(type) {
-	case float32:
-		return float64(d), nil
-	case float64:
-		return d, nil
-	case []float32:
-		if len(d) == 1 {
-			return float64(d[0]), nil
-		}
-	case []float64:
-		if len(d) == 1 {
-			return d[0], nil
+	switch d := v.(type) {
+	case *G.F32:
+		return float64(*d), nil
+	case *G.F64:
+		return float64(*d), nil
+	case *tensor.Dense:
+		if d.Shape().TotalSize() == 1 {
+			switch d.Dtype() {
+			case Float32:
+				return float64(d.Float32s()[0]), nil
+			case Float64:
+				return d.Float64s()[0], nil
+			}
 		}
 	}
 	return 0, fmt.Errorf("loss is %T, want a scalar", v)
@@ -311,8 +356,9 @@ func asDense(v G.Value) *tensor.Dense {
 }
 
 func addInto(dst *tensor.Dense, v G.Value) error {
-	switch d := dst.Data().(type) {
-	case []float32:
+	switch dst.Dtype() {
+	case Float32:
+		d := dst.Float32s()
 		src, err := floatData[float32](v, len(d))
 		if err != nil {
 			return err
@@ -320,7 +366,8 @@ func addInto(dst *tensor.Dense, v G.Value) error {
 		for i, x := range src {
 			d[i] += x
 		}
-	case []float64:
+	case Float64:
+		d := dst.Float64s()
 		src, err := floatData[float64](v, len(d))
 		if err != nil {
 			return err
@@ -332,18 +379,36 @@ func addInto(dst *tensor.Dense, v G.Value) error {
 	return nil
 }
 
+// floatData returns the elements of a gradient value.
 func floatData[T float](v G.Value, n int) ([]T, error) {
-	switch d := v.Data().(type) {
-	case []T:
+	if t, ok := v.(*tensor.Dense); ok {
+		if t.Dtype() != dtypeOf[T]() {
+			return nil, fmt.Errorf("gradient has dtype %v", t.Dtype())
+		}
+		d := flat[T](t)
 		if len(d) != n {
 			return nil, fmt.Errorf("gradient has %d elements, want %d", len(d), n)
 		}
 		return d, nil
-	case T:
-		if n != 1 {
-			return nil, fmt.Errorf("gradient is a scalar, want %d elements", n)
-		}
-		return []T{d}, nil
 	}
-	return nil, fmt.Errorf("gradient has type %T", v.Data())
+	var z T
+	switch d := v.(type) {
+	case *G.F32:
+		if _, ok := any(z).(float32); ok && n == 1 {
+			return []T{T(*d)}, nil
+		}
+	case *G.F64:
+		if _, ok := any(z).(float64); ok && n == 1 {
+			return []T{T(*d)}, nil
+		}
+	}
+	return nil, fmt.Errorf("gradient is %T, want %d elements of %v", v, n, dtypeOf[T]())
+}
+
+func dtypeOf[T float]() Dtype {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return Float32
+	}
+	return Float64
 }

@@ -20,18 +20,20 @@ func (gatherKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
 }
 
 func (gatherKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
-	ids := in[1].Data().([]int)
+	ids := in[1].Ints()
 	rows, cols := in[0].Shape()[0], in[0].Shape()[1]
 	for i, id := range ids {
 		if id < 0 || id >= rows {
 			return fmt.Errorf("id %d at position %d is outside the table's %d rows", id, i, rows)
 		}
 	}
-	switch t := in[0].Data().(type) {
-	case []float32:
-		gather(t, ids, cols, out.Data().([]float32))
-	case []float64:
-		gather(t, ids, cols, out.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		t := in[0].Float32s()
+		gather(t, ids, cols, out.Float32s())
+	case Float64:
+		t := in[0].Float64s()
+		gather(t, ids, cols, out.Float64s())
 	}
 	return nil
 }
@@ -43,14 +45,16 @@ func gather[T float](table []T, ids []int, cols int, out []T) {
 }
 
 func (gatherKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
-	ids := in[1].Data().([]int)
+	ids := in[1].Ints()
 	cols := in[0].Shape()[1]
 	dst.Zero()
-	switch d := dst.Data().(type) {
-	case []float32:
-		scatterAdd(d, ids, cols, gout.Data().([]float32))
-	case []float64:
-		scatterAdd(d, ids, cols, gout.Data().([]float64))
+	switch dst.Dtype() {
+	case Float32:
+		d := dst.Float32s()
+		scatterAdd(d, ids, cols, gout.Float32s())
+	case Float64:
+		d := dst.Float64s()
+		scatterAdd(d, ids, cols, gout.Float64s())
 	}
 	return nil
 }
@@ -87,11 +91,13 @@ func (biasKernel) floatInputs() []bool                              { return []b
 func (biasKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
 
 func (biasKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		addBias(x, in[1].Data().([]float32), out.Data().([]float32))
-	case []float64:
-		addBias(x, in[1].Data().([]float64), out.Data().([]float64))
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		addBias(x, in[1].Float32s(), out.Float32s())
+	case Float64:
+		x := in[0].Float64s()
+		addBias(x, in[1].Float64s(), out.Float64s())
 	}
 	return nil
 }
@@ -110,11 +116,13 @@ func (biasKernel) backward(wrt int, _ []*tensor.Dense, _, gout, dst *tensor.Dens
 	if wrt == 0 {
 		return tensor.Copy(dst, gout)
 	}
-	switch d := dst.Data().(type) {
-	case []float32:
-		sumRows(gout.Data().([]float32), d)
-	case []float64:
-		sumRows(gout.Data().([]float64), d)
+	switch dst.Dtype() {
+	case Float32:
+		d := dst.Float32s()
+		sumRows(gout.Float32s(), d)
+	case Float64:
+		d := dst.Float64s()
+		sumRows(gout.Float64s(), d)
 	}
 	return nil
 }
@@ -162,11 +170,13 @@ func sigmoid(x float64) float64 {
 }
 
 func (softplusKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		mapInto(x, out.Data().([]float32), softplus)
-	case []float64:
-		mapInto(x, out.Data().([]float64), softplus)
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		mapInto(x, out.Float32s(), softplus)
+	case Float64:
+		x := in[0].Float64s()
+		mapInto(x, out.Float64s(), softplus)
 	}
 	return nil
 }
@@ -178,11 +188,13 @@ func mapInto[T float](x, out []T, f func(float64) float64) {
 }
 
 func (softplusKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
-	switch x := in[0].Data().(type) {
-	case []float32:
-		mulMap(x, gout.Data().([]float32), dst.Data().([]float32), sigmoid)
-	case []float64:
-		mulMap(x, gout.Data().([]float64), dst.Data().([]float64), sigmoid)
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		mulMap(x, gout.Float32s(), dst.Float32s(), sigmoid)
+	case Float64:
+		x := in[0].Float64s()
+		mulMap(x, gout.Float64s(), dst.Float64s(), sigmoid)
 	}
 	return nil
 }
@@ -216,15 +228,13 @@ func (reshapeKernel) backward(_ int, _ []*tensor.Dense, _, gout, dst *tensor.Den
 
 // copyData copies the elements of src into dst (same size, any shapes, 0-d included).
 func copyData(dst, src *tensor.Dense) {
-	switch d := dst.Data().(type) {
-	case []float32:
-		if s, ok := src.Data().([]float32); ok {
-			copy(d, s)
+	if dst.Dtype() == src.Dtype() {
+		switch dst.Dtype() {
+		case Float32:
+			copy(dst.Float32s(), src.Float32s())
 			return
-		}
-	case []float64:
-		if s, ok := src.Data().([]float64); ok {
-			copy(d, s)
+		case Float64:
+			copy(dst.Float64s(), src.Float64s())
 			return
 		}
 	}

@@ -51,23 +51,41 @@ func (p *Param) Value() *tensor.Dense { return p.value }
 func (p *Param) Grad() *tensor.Dense { return p.grad }
 
 // Float32s returns the value's backing slice; it panics if the dtype is not Float32.
-func (p *Param) Float32s() []float32 { return p.value.Data().([]float32) }
+func (p *Param) Float32s() []float32 { return float32s(p.value) }
 
 // Float64s returns the value's backing slice; it panics if the dtype is not Float64.
-func (p *Param) Float64s() []float64 { return p.value.Data().([]float64) }
+func (p *Param) Float64s() []float64 { return float64s(p.value) }
 
 // GradFloat32s returns the gradient's backing slice (Float32 params).
-func (p *Param) GradFloat32s() []float32 { return p.grad.Data().([]float32) }
+func (p *Param) GradFloat32s() []float32 { return float32s(p.grad) }
 
 // GradFloat64s returns the gradient's backing slice (Float64 params).
-func (p *Param) GradFloat64s() []float64 { return p.grad.Data().([]float64) }
+func (p *Param) GradFloat64s() []float64 { return float64s(p.grad) }
+
+// float32s and float64s return a tensor's backing slice without the allocations of
+// Dense.Data; they panic on another dtype, as Data's type assertion did.
+func float32s(t *tensor.Dense) []float32 {
+	if t.Dtype() != Float32 {
+		panic(fmt.Sprintf("autodiff: %v tensor, want float32", t.Dtype()))
+	}
+	return t.Float32s()
+}
+
+func float64s(t *tensor.Dense) []float64 {
+	if t.Dtype() != Float64 {
+		panic(fmt.Sprintf("autodiff: %v tensor, want float64", t.Dtype()))
+	}
+	return t.Float64s()
+}
 
 // At returns element i of the flattened value as float64, whatever the dtype.
 func (p *Param) At(i int) float64 {
-	switch d := p.value.Data().(type) {
-	case []float32:
+	switch p.value.Dtype() {
+	case Float32:
+		d := p.value.Float32s()
 		return float64(d[i])
-	case []float64:
+	case Float64:
+		d := p.value.Float64s()
 		return d[i]
 	}
 	panic("autodiff: unsupported dtype")
@@ -75,20 +93,24 @@ func (p *Param) At(i int) float64 {
 
 // SetAt sets element i of the flattened value.
 func (p *Param) SetAt(i int, v float64) {
-	switch d := p.value.Data().(type) {
-	case []float32:
+	switch p.value.Dtype() {
+	case Float32:
+		d := p.value.Float32s()
 		d[i] = float32(v)
-	case []float64:
+	case Float64:
+		d := p.value.Float64s()
 		d[i] = v
 	}
 }
 
 // GradAt returns element i of the flattened gradient as float64.
 func (p *Param) GradAt(i int) float64 {
-	switch d := p.grad.Data().(type) {
-	case []float32:
+	switch p.grad.Dtype() {
+	case Float32:
+		d := p.grad.Float32s()
 		return float64(d[i])
-	case []float64:
+	case Float64:
+		d := p.grad.Float64s()
 		return d[i]
 	}
 	panic("autodiff: unsupported dtype")

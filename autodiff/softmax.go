@@ -67,11 +67,13 @@ func lastAxis(s tensor.Shape) (rows, cols int) {
 
 func (k *softmaxKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	rows, cols := lastAxis(in[0].Shape())
-	switch x := in[0].Data().(type) {
-	case []float32:
-		softmaxRows(x, maskData[float32](in, k.masked), out.Data().([]float32), rows, cols, k.log)
-	case []float64:
-		softmaxRows(x, maskData[float64](in, k.masked), out.Data().([]float64), rows, cols, k.log)
+	switch in[0].Dtype() {
+	case Float32:
+		x := in[0].Float32s()
+		softmaxRows(x, maskData[float32](in, k.masked), out.Float32s(), rows, cols, k.log)
+	case Float64:
+		x := in[0].Float64s()
+		softmaxRows(x, maskData[float64](in, k.masked), out.Float64s(), rows, cols, k.log)
 	}
 	return nil
 }
@@ -80,7 +82,7 @@ func maskData[T float](in []*tensor.Dense, masked bool) []T {
 	if !masked {
 		return nil
 	}
-	return in[1].Data().([]T)
+	return flat[T](in[1])
 }
 
 func softmaxRows[T float](x, mask, y []T, rows, cols int, log bool) {
@@ -131,11 +133,13 @@ func softmaxRow[T float](x, mask, y []T, log bool) {
 
 func (k *softmaxKernel) backward(_ int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	rows, cols := lastAxis(in[0].Shape())
-	switch y := out.Data().(type) {
-	case []float32:
-		softmaxGradRows(y, maskData[float32](in, k.masked), gout.Data().([]float32), dst.Data().([]float32), rows, cols, k.log)
-	case []float64:
-		softmaxGradRows(y, maskData[float64](in, k.masked), gout.Data().([]float64), dst.Data().([]float64), rows, cols, k.log)
+	switch out.Dtype() {
+	case Float32:
+		y := out.Float32s()
+		softmaxGradRows(y, maskData[float32](in, k.masked), gout.Float32s(), dst.Float32s(), rows, cols, k.log)
+	case Float64:
+		y := out.Float64s()
+		softmaxGradRows(y, maskData[float64](in, k.masked), gout.Float64s(), dst.Float64s(), rows, cols, k.log)
 	}
 	return nil
 }

@@ -50,7 +50,7 @@ func (k *crossEntropyKernel) outShape([]tensor.Shape) (tensor.Shape, error) {
 
 func (k *crossEntropyKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	rows, cols := in[0].Shape()[0], in[0].Shape()[1]
-	targets := in[1].Data().([]int)
+	targets := in[1].Ints()
 	k.count = 0
 	for r, t := range targets {
 		if t == k.ignore {
@@ -113,9 +113,9 @@ func (k *crossEntropyKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *t
 		return fmt.Errorf("backward ran before forward")
 	}
 	if isF32(in[0]) {
-		crossEntropyBackward(k, flat[float32](in[0]), in[1].Data().([]int), flat[float32](gout)[0], flat[float32](dst), in[0].Shape()[1])
+		crossEntropyBackward(k, flat[float32](in[0]), in[1].Ints(), flat[float32](gout)[0], flat[float32](dst), in[0].Shape()[1])
 	} else {
-		crossEntropyBackward(k, flat[float64](in[0]), in[1].Data().([]int), flat[float64](gout)[0], flat[float64](dst), in[0].Shape()[1])
+		crossEntropyBackward(k, flat[float64](in[0]), in[1].Ints(), flat[float64](gout)[0], flat[float64](dst), in[0].Shape()[1])
 	}
 	return nil
 }
