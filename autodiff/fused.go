@@ -5,11 +5,12 @@ import (
 	"hash"
 	"hash/fnv"
 	"runtime"
-	"sync"
 
 	"github.com/chewxy/hm"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/internal/par"
 )
 
 // fusedKernel is the numeric part of a fused op: shape rule, forward pass and hand-written
@@ -339,7 +340,7 @@ func (a *denseArgs) scalar(i int, dt Dtype) *tensor.Dense {
 type float interface{ ~float32 | ~float64 }
 
 // parallelFor runs fn over [0, n) split into contiguous chunks on up to GOMAXPROCS
-// goroutines. cost estimates the work per index in arbitrary units; small jobs run inline.
+// goroutines (the internal/par pool). cost estimates the work per index in arbitrary units; small jobs run inline.
 func parallelFor(n int, cost int, fn func(lo, hi int)) {
 	workers := runtime.GOMAXPROCS(0)
 	if workers > n {
@@ -349,17 +350,7 @@ func parallelFor(n int, cost int, fn func(lo, hi int)) {
 		fn(0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	chunk := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, hi)
-	}
-	wg.Wait()
+	par.For(n, (n+workers-1)/workers, fn)
 }
 
 // newDense allocates a zeroed tensor; a scalar shape gives a 0-dimensional tensor.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"sync"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/par"
 	"github.com/locusml/locus/optim/internal/kern"
 	"gorgonia.org/tensor"
 )
@@ -417,18 +417,17 @@ func sumSquaresSerial[T float](x []T) float64 {
 // parallelMin is the size from which element-wise updates use two goroutines.
 const parallelMin = 1 << 15
 
-// chunks calls fn(c, lo, hi) on the two halves of [0, n) in parallel (c = 0, 1).
-// Element-wise updates give the same bits as one serial pass.
+// chunks calls fn(c, lo, hi) on the two halves of [0, n) in parallel (c = 0, 1), on the
+// internal/par pool. Element-wise updates give the same bits as one serial pass.
 func chunks(n int, fn func(c, lo, hi int)) {
 	mid := n / 2
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		fn(1, mid, n)
-	}()
-	fn(0, 0, mid)
-	wg.Wait()
+	par.For(2, 1, func(c, _ int) {
+		if c == 0 {
+			fn(0, 0, mid)
+		} else {
+			fn(1, mid, n)
+		}
+	})
 }
 
 // scale multiplies x by c, with c rounded to T first as torch does.

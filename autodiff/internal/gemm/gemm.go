@@ -10,6 +10,8 @@ package gemm
 import (
 	"runtime"
 	"sync"
+
+	"github.com/locusml/locus/internal/par"
 )
 
 // Cache blocking sizes. The micro-tile (mr×nr) is the chosen micro-kernel's; mc is a
@@ -324,7 +326,7 @@ func kernelGo(k int, a, b, c []float32, ldc int) {
 	}
 }
 
-// Parallel is Sgemm split over up to GOMAXPROCS goroutines by rows of C (or by columns
+// Parallel is Sgemm split over up to GOMAXPROCS goroutines (internal/par) by rows of C (or by columns
 // when C has few rows); small products run serially.
 func Parallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	parallel(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -337,48 +339,36 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 		return
 	}
 	mr, nr := kr.mr, kr.nr
-	var wg sync.WaitGroup
 	// Splitting rows makes every worker pack all of op(B); splitting columns makes every
 	// worker pack all of op(A), which costs nothing when A is read in place.
 	directA := !transA && alpha == 1 && kr.direct != nil
 	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
 	if splitRows {
 		chunk := (m/workers + mr - 1) / mr * mr
-		for lo := 0; lo < m; lo += chunk {
-			hi := min(lo+chunk, m)
+		par.For(m, chunk, func(lo, hi int) {
 			var aa []float32
 			if transA {
 				aa = a[lo:]
 			} else {
 				aa = a[lo*lda:]
 			}
-			wg.Add(1)
-			go func(lo, hi int, aa []float32) {
-				defer wg.Done()
-				sgemm(kr, transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc)
-			}(lo, hi, aa)
-		}
+			sgemm(kr, transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc)
+		})
 	} else {
 		chunk := (n/workers + nr - 1) / nr * nr
 		if chunk == 0 {
 			chunk = nr
 		}
-		for lo := 0; lo < n; lo += chunk {
-			hi := min(lo+chunk, n)
+		par.For(n, chunk, func(lo, hi int) {
 			var bb []float32
 			if transB {
 				bb = b[lo*ldb:]
 			} else {
 				bb = b[lo:]
 			}
-			wg.Add(1)
-			go func(lo, hi int, bb []float32) {
-				defer wg.Done()
-				sgemm(kr, transA, transB, m, hi-lo, k, alpha, a, lda, bb, ldb, beta, c[lo:], ldc)
-			}(lo, hi, bb)
-		}
+			sgemm(kr, transA, transB, m, hi-lo, k, alpha, a, lda, bb, ldb, beta, c[lo:], ldc)
+		})
 	}
-	wg.Wait()
 }
 
 // Dgemm is the float64 counterpart of Sgemm, a plain loop for gradient checks and other
