@@ -33,35 +33,35 @@ const (
 // (Width→Width); then "dec" (Width→In).
 type Config struct {
 	// Kind is KindMLP or KindLocalized.
-	Kind string
+	Kind string `json:"kind"`
 	// In is the number of input coordinates (784 for MNIST).
-	In int
+	In int `json:"in"`
 
 	// Hidden lists the MLP's hidden widths, encoder then decoder.
-	Hidden []int
+	Hidden []int `json:"hidden,omitempty"`
 
 	// Levels is the number of local-mean levels of the localized DAE.
-	Levels int
+	Levels int `json:"levels,omitempty"`
 	// Prototypes is the number of memory slots per head and level.
-	Prototypes int
+	Prototypes int `json:"prototypes,omitempty"`
 	// Heads is the number of kernels per level, each with its own query, key and value
 	// maps (Width/Heads columns) and bandwidth.
-	Heads int
+	Heads int `json:"heads,omitempty"`
 	// Width is the width of the code: the encoder's output, each level's attention and
 	// pointwise map; a multiple of Heads.
-	Width int
+	Width int `json:"width,omitempty"`
 	// Kernel is KernelGaussian or KernelExponential.
-	Kernel string
+	Kernel string `json:"kernel,omitempty"`
 	// InitBandwidth is the initial bandwidth h of every head.
-	InitBandwidth float64
+	InitBandwidth float64 `json:"init_bandwidth,omitempty"`
 	// MinBandwidth is the floor h_min of the learned bandwidth.
-	MinBandwidth float64
+	MinBandwidth float64 `json:"min_bandwidth,omitempty"`
 
 	// Noise is the training corruption: NoiseGaussian, NoiseMask or NoiseSaltPepper.
-	Noise string
+	Noise string `json:"noise"`
 	// Sigma is the noise level: the standard deviation for Gaussian noise, the fraction
 	// of coordinates for masking and salt-and-pepper.
-	Sigma float64
+	Sigma float64 `json:"sigma"`
 }
 
 // DefaultConfig returns the reference MLP DAE: 784-256-64-256-784 trained with
