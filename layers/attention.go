@@ -204,6 +204,17 @@ func (a *KernelAttention) KeysValues(g *autodiff.Graph, mem *autodiff.Node, offs
 	return k, v
 }
 
+// AppendKeysValues returns the keys and values of h [B, Tn, KVDim] at positions
+// offset..offset+Tn−1, appended (axis 1) to the cached ones when cacheK and cacheV are not
+// nil: the cache of incremental decoding.
+func (a *KernelAttention) AppendKeysValues(g *autodiff.Graph, h, cacheK, cacheV *autodiff.Node, offset int) (k, v *autodiff.Node) {
+	k, v = a.KeysValues(g, h, offset)
+	if cacheK != nil {
+		k, v = g.Concat(1, cacheK, k), g.Concat(1, cacheV, v)
+	}
+	return k, v
+}
+
 // AttendKV lets the queries of x [B, Tq, Dim] attend over per-head keys and values
 // [B·Heads, Tk, DHead] (from KeysValues), returning [B, Tq, Dim].
 func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, opt AttendOptions) *autodiff.Node {

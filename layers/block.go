@@ -111,19 +111,40 @@ func (b *Block) ForwardWith(g *autodiff.Graph, x *autodiff.Node, opt AttendOptio
 	})
 }
 
-// residual returns x + f(LN(x)) (pre-LN) or LN(x + f(x)) (post-LN).
 func (b *Block) residual(g *autodiff.Graph, x *autodiff.Node, ln Norm, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {
-	if b.PostLN {
-		return ln.Forward(g, g.Add(x, b.drop(g, f(x))))
-	}
-	return g.Add(x, b.drop(g, f(ln.Forward(g, x))))
+	return Residual(g, x, ln, b.PostLN, b.Dropout, f)
 }
 
-func (b *Block) drop(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
-	if b.Dropout == 0 || x == nil {
-		return x
+// Step is Forward for incremental decoding: x [B, Tn, Dim] holds new tokens at positions
+// offset..offset+Tn−1, and cacheK, cacheV (nil at the start) the keys and values of the
+// earlier positions from KeysValues. It returns the output and the keys and values of
+// all positions so far, to be passed back as the next step's cache.
+func (b *Block) Step(g *autodiff.Graph, x, cacheK, cacheV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
+	self := func(h *autodiff.Node) *autodiff.Node {
+		k, v = b.Attn.AppendKeysValues(g, h, cacheK, cacheV, offset)
+		return b.Attn.AttendKV(g, h, k, v, AttendOptions{Offset: offset})
 	}
-	return g.Dropout(x, b.Dropout)
+	y = b.residual(g, x, b.LN1, self)
+	y = b.residual(g, y, b.LN2, func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) })
+	return y, k, v
+}
+
+// Residual is a Transformer block's residual branch: x + drop(f(LN(x))) (pre-LN) or
+// LN(x + drop(f(x))) (post-LN), where drop is dropout with probability p in training.
+func Residual(g *autodiff.Graph, x *autodiff.Node, ln Norm, postLN bool, p float64, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {
+	if g.Err() != nil {
+		return nil
+	}
+	drop := func(y *autodiff.Node) *autodiff.Node {
+		if p == 0 || y == nil {
+			return y
+		}
+		return g.Dropout(y, p)
+	}
+	if postLN {
+		return ln.Forward(g, g.Add(x, drop(f(x))))
+	}
+	return g.Add(x, drop(f(ln.Forward(g, x))))
 }
 
 // Bandwidths returns the attention layer's bandwidths (see KernelAttention.Bandwidths).

@@ -70,7 +70,7 @@ func (m *Model) StepBuilder() autodiff.Builder {
 		} else {
 			for l, b := range m.Blocks {
 				ck, cv := cache(l)
-				x, k, v = blockStep(g, b, x, ck, cv, offset)
+				x, k, v = b.Step(g, x, ck, cv, offset)
 				out.Values[CacheKeys(l)], out.Values[CacheValues(l)] = k, v
 			}
 		}

@@ -89,16 +89,16 @@ func (b *DecoderBlock) Forward(g *autodiff.Graph, x, mem *autodiff.Node) *autodi
 // of all offset+Tn positions, the cache for the next step.
 func (b *DecoderBlock) Step(g *autodiff.Graph, x, cacheK, cacheV, memK, memV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
 	self := func(h *autodiff.Node) *autodiff.Node {
-		k, v = selfKV(g, b.Attn, h, cacheK, cacheV, offset)
+		k, v = b.Attn.AppendKeysValues(g, h, cacheK, cacheV, offset)
 		return b.Attn.AttendKV(g, h, k, v, layers.AttendOptions{Offset: offset})
 	}
 	cross := func(h *autodiff.Node) *autodiff.Node {
 		return b.XAttn.AttendKV(g, h, memK, memV, layers.AttendOptions{})
 	}
 	ffn := func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) }
-	y = residual(g, x, b.LN1, b.PostLN, b.Dropout, self)
-	y = residual(g, y, b.LNX, b.PostLN, b.Dropout, cross)
-	y = residual(g, y, b.LN2, b.PostLN, b.Dropout, ffn)
+	y = layers.Residual(g, x, b.LN1, b.PostLN, b.Dropout, self)
+	y = layers.Residual(g, y, b.LNX, b.PostLN, b.Dropout, cross)
+	y = layers.Residual(g, y, b.LN2, b.PostLN, b.Dropout, ffn)
 	return y, k, v
 }
 
@@ -109,44 +109,4 @@ func (b *DecoderBlock) Bandwidths() map[string][]float64 {
 		out[k] = v
 	}
 	return out
-}
-
-// selfKV returns the keys and values of h [B, Tn, Dim] at positions offset.. appended
-// (axis 1) to the cached ones, if any.
-func selfKV(g *autodiff.Graph, a *layers.KernelAttention, h, cacheK, cacheV *autodiff.Node, offset int) (k, v *autodiff.Node) {
-	k, v = a.KeysValues(g, h, offset)
-	if cacheK != nil {
-		k, v = g.Concat(1, cacheK, k), g.Concat(1, cacheV, v)
-	}
-	return k, v
-}
-
-// residual returns x + f(LN(x)) (pre-LN) or LN(x + f(x)) (post-LN), with dropout p on
-// the branch; it is layers.Block's residual step.
-func residual(g *autodiff.Graph, x *autodiff.Node, ln layers.Norm, postLN bool, p float64, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {
-	if g.Err() != nil {
-		return nil
-	}
-	drop := func(y *autodiff.Node) *autodiff.Node {
-		if p == 0 || y == nil {
-			return y
-		}
-		return g.Dropout(y, p)
-	}
-	if postLN {
-		return ln.Forward(g, g.Add(x, drop(f(x))))
-	}
-	return g.Add(x, drop(f(ln.Forward(g, x))))
-}
-
-// blockStep is layers.Block's Forward for incremental decoding (see DecoderBlock.Step).
-func blockStep(g *autodiff.Graph, b *layers.Block, x, cacheK, cacheV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
-	self := func(h *autodiff.Node) *autodiff.Node {
-		k, v = selfKV(g, b.Attn, h, cacheK, cacheV, offset)
-		return b.Attn.AttendKV(g, h, k, v, layers.AttendOptions{Offset: offset})
-	}
-	ffn := func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) }
-	y = residual(g, x, b.LN1, b.PostLN, b.Dropout, self)
-	y = residual(g, y, b.LN2, b.PostLN, b.Dropout, ffn)
-	return y, k, v
 }
