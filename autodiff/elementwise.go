@@ -394,17 +394,8 @@ func reduceFwd[T float](k *reduceKernel, x, y []T) {
 	}
 	acc := k.acc
 	clear(acc)
-	m := len(p.sizes)
-	last, lastRed := p.sizes[m-1], p.reduced[m-1]
-	var idxBuf [8]int
-	idx := idxBuf[:0]
-	if m-1 > len(idxBuf) {
-		idx = make([]int, m-1)
-	} else {
-		idx = idxBuf[:m-1]
-	}
-	off := 0
-	for base := 0; base < p.n; base += last {
+	last, lastRed := p.sizes[len(p.sizes)-1], p.reduced[len(p.sizes)-1]
+	p.forRows(func(base, off int) {
 		row := x[base : base+last]
 		if lastRed {
 			acc[off] += sumAll(row)
@@ -414,16 +405,7 @@ func reduceFwd[T float](k *reduceKernel, x, y []T) {
 				a[j] += float64(v)
 			}
 		}
-		for d := m - 2; d >= 0; d-- {
-			idx[d]++
-			off += p.outStride[d]
-			if idx[d] < p.sizes[d] {
-				break
-			}
-			off -= p.outStride[d] * p.sizes[d]
-			idx[d] = 0
-		}
-	}
+	})
 	s := k.scale()
 	for i, v := range acc {
 		y[i] = T(v * s)
@@ -476,17 +458,8 @@ func reduceBwd[T float](k *reduceKernel, g, d []T) {
 		}
 		return
 	}
-	m := len(p.sizes)
-	last, lastRed := p.sizes[m-1], p.reduced[m-1]
-	var idxBuf [8]int
-	idx := idxBuf[:0]
-	if m-1 > len(idxBuf) {
-		idx = make([]int, m-1)
-	} else {
-		idx = idxBuf[:m-1]
-	}
-	off := 0
-	for base := 0; base < p.n; base += last {
+	last, lastRed := p.sizes[len(p.sizes)-1], p.reduced[len(p.sizes)-1]
+	p.forRows(func(base, off int) {
 		row := d[base : base+last]
 		if lastRed {
 			fill(row, T(float64(g[off])*s))
@@ -497,14 +470,32 @@ func reduceBwd[T float](k *reduceKernel, g, d []T) {
 				row[j] = T(float64(v) * s)
 			}
 		}
-		for dd := m - 2; dd >= 0; dd-- {
-			idx[dd]++
-			off += p.outStride[dd]
-			if idx[dd] < p.sizes[dd] {
+	})
+}
+
+// forRows calls fn for every row (run of the last axis) of the input, with the row's
+// start in the input and the offset of its output element or row.
+func (p *reducePlan) forRows(fn func(base, off int)) {
+	m := len(p.sizes)
+	last := p.sizes[m-1]
+	var idxBuf [8]int
+	idx := idxBuf[:0]
+	if m-1 > len(idxBuf) {
+		idx = make([]int, m-1)
+	} else {
+		idx = idxBuf[:m-1]
+	}
+	off := 0
+	for base := 0; base < p.n; base += last {
+		fn(base, off)
+		for d := m - 2; d >= 0; d-- {
+			idx[d]++
+			off += p.outStride[d]
+			if idx[d] < p.sizes[d] {
 				break
 			}
-			off -= p.outStride[dd] * p.sizes[dd]
-			idx[dd] = 0
+			off -= p.outStride[d] * p.sizes[d]
+			idx[d] = 0
 		}
 	}
 }
