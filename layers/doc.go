@@ -69,6 +69,9 @@
 //	KernelAttention   `q.*`, `k.*`, `v.*`, `o.*` (+ `bandwidth.*`, `kernel.*`)
 //	Block             `ln1.*`, `attn.*`, `ln2.*`, `ffn.*`
 //
+// For incremental decoding, KernelAttention.AppendKeysValues grows a key/value cache and
+// AttendKV attends over it at a position offset; Block.Step does both for a whole block.
+//
 // KernelAttention splits heads as PyTorch does (head j takes feature columns
 // j·d_head..(j+1)·d_head−1) and works on [B, T, d] inputs; with the exponential kernel and
 // the fixed bandwidth √d_head a pre-LN Block matches PyTorch's to float32 round-off
