@@ -479,7 +479,7 @@ func (p *reducePlan) forRows(fn func(base, off int)) {
 	m := len(p.sizes)
 	last := p.sizes[m-1]
 	var idxBuf [8]int
-	idx := idxBuf[:0]
+	var idx []int
 	if m-1 > len(idxBuf) {
 		idx = make([]int, m-1)
 	} else {
@@ -546,7 +546,7 @@ func permuteCopy[T float](p *permutePlan, x, y []T) {
 	m := len(p.outSizes)
 	last, ls := p.outSizes[m-1], p.inStride[m-1]
 	var idxBuf [8]int
-	idx := idxBuf[:0]
+	var idx []int
 	if m-1 > len(idxBuf) {
 		idx = make([]int, m-1)
 	} else {
