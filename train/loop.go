@@ -191,16 +191,16 @@ func (l *Loop) itemsName() string {
 func (l *Loop) validate() error {
 	var errs []error
 	if l.Model == nil {
-		errs = append(errs, errors.New("Model is nil"))
+		errs = append(errs, errors.New("Loop.Model is nil"))
 	}
 	if l.Optimizer == nil {
-		errs = append(errs, errors.New("Optimizer is nil"))
+		errs = append(errs, errors.New("Loop.Optimizer is nil"))
 	}
 	if l.Data == nil {
-		errs = append(errs, errors.New("Data is nil"))
+		errs = append(errs, errors.New("Loop.Data is nil"))
 	}
 	if l.Steps <= 0 {
-		errs = append(errs, fmt.Errorf("Steps is %d, want > 0", l.Steps))
+		errs = append(errs, fmt.Errorf("Loop.Steps is %d, want > 0", l.Steps))
 	}
 	for name, v := range map[string]int{"EvalEvery": l.EvalEvery, "LogEvery": l.LogEvery,
 		"CheckpointEvery": l.CheckpointEvery, "KeepLast": l.KeepLast, "Patience": l.Patience} {
@@ -214,10 +214,10 @@ func (l *Loop) validate() error {
 		errs = append(errs, fmt.Errorf("BestMode is %q, want \"min\" or \"max\"", l.BestMode))
 	}
 	if l.Best != "" && l.Eval == nil {
-		errs = append(errs, fmt.Errorf("Best is %q but Eval is nil: the best metric is compared at evaluations", l.Best))
+		errs = append(errs, fmt.Errorf("Loop.Best is %q but Eval is nil: the best metric is compared at evaluations", l.Best))
 	}
 	if l.Patience > 0 && l.Best == "" {
-		errs = append(errs, errors.New("Patience is set but Best is empty"))
+		errs = append(errs, errors.New("Loop.Patience is set but Best is empty"))
 	}
 	for i, h := range l.Hooks {
 		if h.Func == nil {
