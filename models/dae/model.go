@@ -23,24 +23,21 @@ type Model struct {
 	ps    *autodiff.Params
 	noise Corruption
 
-	layers []linear // MLP: In → Hidden… → In
-	enc    linear   // localized DAE: In → Width
-	levels []level  // localized DAE
-	dec    linear   // localized DAE: Width → In
+	layers []*layers.Linear // MLP: In → Hidden… → In
+	enc    *layers.Linear   // localized DAE: In → Width
+	levels []level          // localized DAE
+	dec    *layers.Linear   // localized DAE: Width → In
 
 	net   *autodiff.Model // built on first use by Net
 	noisy []float32       // TrainStep scratch
 }
-
-// linear is y = x·Wᵀ + b with W [out, in], PyTorch's nn.Linear layout.
-type linear struct{ w, b *autodiff.Param }
 
 // level is one level of the localized DAE: kernel attention over a learned memory, then a
 // pointwise map.
 type level struct {
 	memory    *autodiff.Param // [Prototypes, Width]
 	attn      *layers.KernelAttention
-	pointwise linear // [Width, Width]
+	pointwise *layers.Linear // Width → Width
 }
 
 // evalBatch is the number of images Denoise runs through the graph at once.
@@ -72,13 +69,9 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 	return m, nil
 }
 
-func newLinear(s autodiff.Scope, in, out int) (linear, error) {
-	w, err := s.New("weight", []int{out, in}, autodiff.TorchLinear(in))
-	if err != nil {
-		return linear{}, err
-	}
-	b, err := s.New("bias", []int{out}, autodiff.TorchLinear(in))
-	return linear{w: w, b: b}, err
+// newLinear creates the Linear layer in → out under s, initialised as PyTorch's nn.Linear.
+func newLinear(s autodiff.Scope, in, out int) (*layers.Linear, error) {
+	return layers.NewLinear(s, layers.LinearConfig{In: in, Out: out, Init: layers.InitTorch})
 }
 
 func (m *Model) newMLP() error {
@@ -185,13 +178,9 @@ func (m *Model) Builder() autodiff.Builder {
 	}
 }
 
-func (l linear) apply(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
-	return g.Linear(x, g.Param(l.w), g.Param(l.b))
-}
-
 func (m *Model) mlp(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
 	for i, l := range m.layers {
-		x = l.apply(g, x)
+		x = l.Forward(g, x)
 		if i+1 < len(m.layers) {
 			x = g.ReLU(x)
 		}
@@ -207,13 +196,13 @@ func (m *Model) mlp(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
 func (m *Model) localized(g *autodiff.Graph, x *autodiff.Node) *autodiff.Node {
 	b := x.Shape()[0]
 	w := m.cfg.Width
-	h := g.Reshape(g.ReLU(m.enc.apply(g, x)), []int{1, b, w})
+	h := g.Reshape(g.ReLU(m.enc.Forward(g, x)), []int{1, b, w})
 	for _, lv := range m.levels {
 		mem := g.Reshape(g.Param(lv.memory), []int{1, m.cfg.Prototypes, w})
 		a := lv.attn.Attend(g, h, mem, layers.AttendOptions{})
-		h = g.ReLU(lv.pointwise.apply(g, g.Add(h, a)))
+		h = g.ReLU(lv.pointwise.Forward(g, g.Add(h, a)))
 	}
-	return g.Sigmoid(m.dec.apply(g, g.Reshape(h, []int{b, w})))
+	return g.Sigmoid(m.dec.Forward(g, g.Reshape(h, []int{b, w})))
 }
 
 // Net returns the autodiff model that runs Builder over the parameters, created on first
