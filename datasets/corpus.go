@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 )
@@ -215,14 +214,14 @@ func hasSuffix(name string, suffixes []string) bool {
 }
 
 // GoSourceDir returns the source folder of the Go installation,
-// $GOROOT/src, taking GOROOT from the environment, then from the go command,
-// then from runtime.GOROOT.
+// $GOROOT/src, taking GOROOT from the environment, then from the go command
+// found on PATH (go env GOROOT). It does not fall back to runtime.GOROOT: the
+// GOROOT this binary was built with need not exist where it runs.
 func GoSourceDir() (string, error) {
 	candidates := []string{os.Getenv("GOROOT")}
 	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
 		candidates = append(candidates, strings.TrimSpace(string(out)))
 	}
-	candidates = append(candidates, runtime.GOROOT()) // the GOROOT this binary was built with
 	for _, root := range candidates {
 		if root == "" {
 			continue
