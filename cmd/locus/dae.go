@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 
@@ -11,11 +10,8 @@ import (
 	"github.com/locusml/locus/train"
 )
 
-// Metric names of denoising autoencoders: test MSE for clean and for noisy inputs.
-const (
-	metricMSEClean = "mse_clean"
-	metricMSENoisy = "mse_noisy"
-)
+// metricMSEClean is the denoising autoencoders' metric that selects the best checkpoint.
+const metricMSEClean = dae.MetricMSEClean
 
 func (s *session) loadMNIST() error {
 	dir := s.data.MNIST
@@ -49,66 +45,12 @@ func (s *session) buildDAE(seed uint64) error {
 func (s *session) daeMetrics(n int, seed uint64) (train.Metrics, error) {
 	imgs := s.mnist.Test
 	n = min(n, imgs.N)
-	clean, noisy, err := dae.EvaluateWith(s.dae, imgs.Pixels[:n*imgs.Rows*imgs.Cols], s.dae.Noise(), seed)
-	if err != nil {
-		return nil, err
-	}
-	return train.Metrics{metricMSEClean: clean, metricMSENoisy: noisy}, nil
-}
-
-// daeData is a train.Data of MNIST training batches: a shuffled epoch iterator, with
-// noise drawn from a generator seeded by (seed, step), so that the position alone
-// determines every batch.
-type daeData struct {
-	m      *dae.Model
-	images *datasets.Images
-	it     *datasets.Iterator
-	seed   uint64
-	step   uint64
-}
-
-func (d *daeData) Next() (train.Batch, error) {
-	idx, _ := d.it.Next()
-	dim := d.m.Dim()
-	clean := make([]float32, len(idx)*dim)
-	for i, j := range idx {
-		copy(clean[i*dim:(i+1)*dim], d.images.Pixels[j*dim:(j+1)*dim])
-	}
-	noisy := make([]float32, len(clean))
-	d.m.Noise().Corrupt(noisy, clean, datasets.NewRand(d.seed*0x9e3779b97f4a7c15+d.step))
-	d.step++
-	in, err := dae.BatchInputs(d.m, noisy, clean)
-	if err != nil {
-		return train.Batch{}, err
-	}
-	return train.Batch{Inputs: in, Items: len(idx)}, nil
-}
-
-type daeDataState struct {
-	Iterator datasets.IteratorState `json:"iterator"`
-	Step     uint64                 `json:"step"`
-}
-
-func (d *daeData) State() (json.RawMessage, error) {
-	return json.Marshal(daeDataState{Iterator: d.it.State(), Step: d.step})
-}
-
-func (d *daeData) Restore(state json.RawMessage) error {
-	var st daeDataState
-	if err := json.Unmarshal(state, &st); err != nil {
-		return err
-	}
-	d.step = st.Step
-	return d.it.Restore(st.Iterator)
+	return dae.Metrics(s.dae, imgs.Pixels[:n*imgs.Rows*imgs.Cols], s.dae.Noise(), seed)
 }
 
 // newDAEData returns the training data of s.
-func (s *session) newDAEData() (*daeData, error) {
-	it, err := datasets.NewIterator(datasets.IteratorConfig{N: s.mnist.Train.N, BatchSize: s.data.Batch, Seed: s.data.Seed + 1, Shuffle: true})
-	if err != nil {
-		return nil, err
-	}
-	return &daeData{m: s.dae, images: s.mnist.Train, it: it, seed: s.data.Seed + 1}, nil
+func (s *session) newDAEData() (*dae.Data, error) {
+	return dae.NewData(s.dae, s.mnist.Train, s.data.Batch, s.data.Seed+1)
 }
 
 // writeDAEGrid writes a PNG grid of clean / noisy / denoised test digits into dir.

@@ -3,7 +3,27 @@ package dae
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/locusml/locus/train"
 )
+
+// Metric names reported by Metrics.
+const (
+	MetricMSEClean = "mse_clean" // test MSE of the output for clean inputs
+	MetricMSENoisy = "mse_noisy" // test MSE of the output for corrupted inputs
+)
+
+// Metrics is EvaluateWith as train.Metrics (MetricMSEClean and MetricMSENoisy), for a
+// train.Loop's Eval:
+//
+//	loop.Eval = func(context.Context) (train.Metrics, error) { return dae.Metrics(m, test, m.Noise(), seed) }
+func Metrics(d Denoiser, images []float32, c Corruption, seed uint64) (train.Metrics, error) {
+	clean, noisy, err := EvaluateWith(d, images, c, seed)
+	if err != nil {
+		return nil, err
+	}
+	return train.Metrics{MetricMSEClean: clean, MetricMSENoisy: noisy}, nil
+}
 
 // Evaluate returns the test MSE of d on images (n·d.Dim() clean pixels): cleanMSE is
 // mean((d(z) − z)²) over all pixels of the clean images z, and noisyMSE is
