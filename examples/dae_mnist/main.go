@@ -3,7 +3,7 @@
 //
 //   - the MLP DAE 784-256-64-256-784 (PyTorch nn.Linear init), 3 epochs of batch 128
 //     reshuffled each epoch, last partial batch kept, Adam 1e-3, Gaussian noise σ = 0.3
-//     (not clipped), MSE loss;
+//     (not clipped), MSE loss, trained with train.Loop on dae.NewData;
 //   - the localized DAE (kernel attention over learned prototypes), same recipe;
 //   - the lazy DAE, the Gaussian local mean of the 60000 training images at σ, no training.
 //
@@ -14,6 +14,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log"
@@ -25,6 +26,8 @@ import (
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/models/dae"
+	"github.com/locusml/locus/optim"
+	"github.com/locusml/locus/train"
 )
 
 func main() {
@@ -92,18 +95,8 @@ func main() {
 				log.Fatal(err)
 			}
 			fmt.Printf("untrained: clean-input MSE %.6f, noisy-input MSE %.6f\n", c0, n0)
-			tc := dae.DefaultTrainConfig()
-			tc.Epochs, tc.BatchSize, tc.Adam.LR, tc.Seed = *epochs, *batch, *lr, *seed+1
 			start = time.Now()
-			err = dae.Fit(m, data.Train.Pixels, tc, func(st dae.EpochStats) error {
-				fmt.Printf("epoch %d: mean train loss %.6f  (%d steps, median step %.2f ms, %.1f s)\n",
-					st.Epoch+1, st.MeanLoss, st.Steps, ms(st.MedianStep), st.Elapsed.Seconds())
-				if hs := m.Bandwidths(); hs != nil {
-					fmt.Printf("         bandwidths %s\n", formatBandwidths(hs))
-				}
-				return nil
-			})
-			if err != nil {
+			if err := fit(m, data, *epochs, *batch, *lr, *seed+1); err != nil {
 				log.Fatal(err)
 			}
 			d = m
@@ -142,7 +135,38 @@ func main() {
 	}
 }
 
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+// fit trains m with train.Loop for the given epochs over the MNIST training images and
+// prints one line per epoch: the mean training loss over its steps, the time per step
+// and the wall time so far.
+func fit(m *dae.Model, data *datasets.MNIST, epochs, batch int, lr float64, seed uint64) error {
+	d, err := dae.NewData(m, data.Train, batch, seed)
+	if err != nil {
+		return err
+	}
+	acfg := optim.DefaultAdamConfig()
+	acfg.LR = lr
+	opt, err := optim.NewAdam(optim.All(m.Params().List()), acfg)
+	if err != nil {
+		return err
+	}
+	perEpoch := d.StepsPerEpoch()
+	loop := &train.Loop{Model: m.Net(), Optimizer: opt, Data: d, Steps: epochs * perEpoch, LogEvery: perEpoch}
+	loop.Hooks = []train.Hook{{Every: perEpoch, Func: func(_ context.Context, p train.Progress) error {
+		if p.Done {
+			return nil
+		}
+		h := loop.History()
+		r := h[len(h)-1].Metrics // this epoch's record: LogEvery is one epoch
+		fmt.Printf("epoch %d: mean train loss %.6f  (%d steps, %.2f ms per step, %.1f s)\n",
+			p.Step/perEpoch, r[train.MetricLoss], perEpoch, 1e3/r[train.MetricStepsPerS], p.Elapsed.Seconds())
+		if hs := m.Bandwidths(); hs != nil {
+			fmt.Printf("         bandwidths %s\n", formatBandwidths(hs))
+		}
+		return nil
+	}}}
+	_, err = loop.Run(context.Background())
+	return err
+}
 
 func formatBandwidths(hs [][]float64) string {
 	var b strings.Builder

@@ -23,9 +23,18 @@
 // Config.
 //
 // Training: New builds the parameters of a Config under an autodiff.Params; Model.Builder
-// is the graph (inputs "noisy" and, for a loss, "clean"; output "recon"; loss the MSE);
-// Model.TrainStep corrupts a batch with the model's Corruption and accumulates gradients,
-// and Fit runs the reference loop (shuffled epochs, last partial batch kept, Adam).
+// is the graph (inputs "noisy" and, for a loss, "clean"; output "recon"; loss the MSE)
+// and Model.Net runs it. The model trains with train.Loop like every model here: NewData
+// is its train.Data (shuffled epochs, last partial batch kept, each batch corrupted with
+// the model's Corruption, resumable from a checkpoint bit for bit) and Metrics its Eval
+// (test MSE for clean and for corrupted inputs):
+//
+//	data, _ := dae.NewData(m, mnist.Train, 128, seed+1)
+//	opt, _ := optim.NewAdam(optim.All(ps.List()), optim.DefaultAdamConfig())
+//	loop := &train.Loop{Model: m.Net(), Optimizer: opt, Data: data, Steps: 3 * data.StepsPerEpoch(),
+//		Eval: func(context.Context) (train.Metrics, error) { return dae.Metrics(m, mnist.Test.Pixels, m.Noise(), seed+2) }}
+//	sum, err := loop.Run(ctx)
+//
 // Evaluate reports the clean-input and noisy-input test MSE of any Denoiser, and
 // WriteGrid draws clean / noisy / denoised digits into a PNG.
 //

@@ -2,7 +2,6 @@ package dae
 
 import (
 	"fmt"
-	"math/rand/v2"
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/layers"
@@ -28,8 +27,7 @@ type Model struct {
 	levels []level          // localized DAE
 	dec    *layers.Linear   // localized DAE: Width → In
 
-	net   *autodiff.Model // built on first use by Net
-	noisy []float32       // TrainStep scratch
+	net *autodiff.Model // built on first use by Net
 }
 
 // level is one level of the localized DAE: kernel attention over a learned memory, then a
@@ -235,40 +233,6 @@ func (m *Model) checkRows(what string, data []float32) error {
 	return nil
 }
 
-// TrainStep corrupts the clean images with the model's Corruption drawn from rng and
-// calls ForwardBackward. It returns the loss.
-func (m *Model) TrainStep(clean []float32, rng *rand.Rand) (float64, error) {
-	if err := m.checkRows("batch", clean); err != nil {
-		return 0, err
-	}
-	if cap(m.noisy) < len(clean) {
-		m.noisy = make([]float32, len(clean))
-	}
-	noisy := m.noisy[:len(clean)]
-	m.noise.Corrupt(noisy, clean, rng)
-	return m.ForwardBackward(noisy, clean)
-}
-
-// ForwardBackward runs the graph on a batch of noisy inputs and their clean targets
-// (rows of Dim values) and adds the gradient of the MSE loss into the parameters' Grad;
-// the caller steps the optimizer and zeroes the gradients. It returns the loss.
-func (m *Model) ForwardBackward(noisy, clean []float32) (float64, error) {
-	if err := m.checkRows("batch", clean); err != nil {
-		return 0, err
-	}
-	if len(noisy) != len(clean) {
-		return 0, fmt.Errorf("dae: %d noisy values for %d clean", len(noisy), len(clean))
-	}
-	res, err := m.Net().ForwardBackward(map[string]*tensor.Dense{
-		"noisy": m.batchTensor(noisy),
-		"clean": m.batchTensor(clean),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("dae: train step: %w", err)
-	}
-	return res.Loss, nil
-}
-
 // Denoise writes g(noisy) into dst, running the graph in batches of up to 1000 images.
 func (m *Model) Denoise(dst, noisy []float32) error {
 	if err := m.checkRows("input", noisy); err != nil {
@@ -297,7 +261,7 @@ func (m *Model) Denoise(dst, noisy []float32) error {
 }
 
 // BatchInputs returns the graph inputs "noisy" and "clean" for a batch of rows of
-// m.Dim() values, for use with Net (for instance from a train.Loop's Data).
+// m.Dim() values, for use with Net (Data uses it; so can another train.Data).
 func BatchInputs(m *Model, noisy, clean []float32) (map[string]*tensor.Dense, error) {
 	if err := m.checkRows("batch", clean); err != nil {
 		return nil, err
