@@ -25,21 +25,23 @@ const (
 	BandwidthKNN
 )
 
-// String returns the mode's name.
-func (m BandwidthMode) String() string {
-	switch m {
-	case BandwidthFixed:
-		return "fixed"
-	case BandwidthLayer:
-		return "layer"
-	case BandwidthHead:
-		return "head"
-	case BandwidthQuery:
-		return "query"
-	case BandwidthKNN:
-		return "knn"
-	}
-	return fmt.Sprintf("BandwidthMode(%d)", int(m))
+var bandwidthModeNames = []string{"fixed", "layer", "head", "query", "knn"}
+
+// BandwidthModeNames returns the text forms of the bandwidth modes.
+func BandwidthModeNames() []string { return append([]string(nil), bandwidthModeNames...) }
+
+// String returns the mode's name: fixed, layer, head, query or knn.
+func (m BandwidthMode) String() string { return stringEnum("BandwidthMode", bandwidthModeNames, m) }
+
+// MarshalText returns the mode's name.
+func (m BandwidthMode) MarshalText() ([]byte, error) {
+	return marshalEnum("bandwidth mode", bandwidthModeNames, m)
+}
+
+// UnmarshalText parses a mode's name.
+func (m *BandwidthMode) UnmarshalText(b []byte) (err error) {
+	*m, err = parseEnum[BandwidthMode]("bandwidth mode", bandwidthModeNames, string(b))
+	return err
 }
 
 // BandwidthConfig configures a layer's bandwidth.

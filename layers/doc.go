@@ -32,8 +32,29 @@
 //	key padding      0 real, −Inf padding           AttendOptions.KeyMask [B, Tk]
 //
 // Kernels with parameters (Mixture, RelativeBias, a Product containing one) are
-// Learnable: KernelAttention binds them under `<attn>.kernel`; a new kernel is one small
-// type in one file.
+// Learnable: KernelAttention binds them under `<attn>.kernel` (`kernel.logits`,
+// `kernel.position.weight`, `kernel.content.logits`, ...).
+//
+// # The kernel spec language
+//
+// Every kernel has a textual form, its spec, which Name returns and ParseKernel reads
+// back to the typed value; KernelSpec carries a kernel in configs, flags (flag.TextVar)
+// and JSON. Factors joined by * multiply (their log-scores add): one content kernel and
+// any number of position kernels, whose boxes intersect.
+//
+//	spec                                 kernel
+//	gaussian                             Gaussian{}   (also exponential, laplacian, cauchy, epanechnikov, uniform)
+//	causal                               Box{Causal: true}
+//	window(16)                           Box{Window: 16}
+//	distance(0.1)                        DistancePenalty{Slope: 0.1}
+//	relbias(32)                          RelativeBias{MaxDistance: 32}, learned
+//	gaussian * window(16)                Product{Gaussian{}, Box{Window: 16}}; also product(gaussian, window(16))
+//	exponential * relbias(8) * causal    Product{Exponential{}, PositionProduct{...}}
+//	mixture(exponential, laplacian)      Mixture{...}, learned weights
+//
+// Parse errors give the column and list the valid names. Each form is registered by the
+// file that defines its kernel (RegisterKernel), so a new kernel is one file: its type,
+// LogK, Scores and form.
 //
 // # Bandwidths
 //

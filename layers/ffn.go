@@ -18,17 +18,23 @@ const (
 	ReLU
 )
 
+var activationNames = []string{"gelu_tanh", "gelu", "relu"}
+
+// ActivationNames returns the text forms of the activations.
+func ActivationNames() []string { return append([]string(nil), activationNames...) }
+
 // String returns "gelu_tanh", "gelu" or "relu".
-func (a Activation) String() string {
-	switch a {
-	case GELUTanh:
-		return "gelu_tanh"
-	case GELUExact:
-		return "gelu"
-	case ReLU:
-		return "relu"
-	}
-	return fmt.Sprintf("Activation(%d)", int(a))
+func (a Activation) String() string { return stringEnum("Activation", activationNames, a) }
+
+// MarshalText returns the activation's name.
+func (a Activation) MarshalText() ([]byte, error) {
+	return marshalEnum("activation", activationNames, a)
+}
+
+// UnmarshalText parses an activation's name.
+func (a *Activation) UnmarshalText(b []byte) (err error) {
+	*a, err = parseEnum[Activation]("activation", activationNames, string(b))
+	return err
 }
 
 // Apply applies the activation to x.

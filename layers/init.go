@@ -19,15 +19,21 @@ const (
 	InitGPT
 )
 
+var initNames = []string{"torch", "gpt"}
+
+// InitNames returns the text forms of the initialisations.
+func InitNames() []string { return append([]string(nil), initNames...) }
+
 // String returns "torch" or "gpt".
-func (i Init) String() string {
-	switch i {
-	case InitTorch:
-		return "torch"
-	case InitGPT:
-		return "gpt"
-	}
-	return fmt.Sprintf("Init(%d)", int(i))
+func (i Init) String() string { return stringEnum("Init", initNames, i) }
+
+// MarshalText returns the initialisation's name.
+func (i Init) MarshalText() ([]byte, error) { return marshalEnum("initialisation", initNames, i) }
+
+// UnmarshalText parses an initialisation's name.
+func (i *Init) UnmarshalText(b []byte) (err error) {
+	*i, err = parseEnum[Init]("initialisation", initNames, string(b))
+	return err
 }
 
 func (i Init) validate(field string) error {

@@ -2,109 +2,52 @@ package layers
 
 import (
 	"fmt"
-	"math"
-	"sort"
-	"strings"
+
+	"github.com/locusml/locus/autodiff"
 )
 
-// Kernel is a localization kernel K(q, k) with bandwidth h, evaluated in the log domain (THEORY.md §1).
+// Kernel is a localization kernel K(q, k) with bandwidth h, evaluated in the log domain
+// (THEORY.md §1). Name returns the kernel's spec (see ParseKernel), so that
+// ParseKernel(k.Name()) rebuilds k.
 type Kernel interface {
 	Name() string
 	// LogK returns log K(q, k) at bandwidth h > 0; math.Inf(-1) where the kernel is zero.
 	LogK(q, k []float64, h float64) float64
 }
 
-// Exponential is the dot-product kernel, log K(q, k) = q·k / h.
-// With h = sqrt(d_head) it is the softmax kernel of standard attention.
-type Exponential struct{}
+// ContentKernel is a Kernel that can also be built into a graph: Scores returns the
+// log-kernel scores s_ts = log K(q_t, k_s) for queries q [N, Tq, d] and keys k [N, Tk, d]
+// at bandwidth h, as [N, Tq, Tk], ready for autodiff's fused LocalMean. Entries of −Inf
+// are outside a compact kernel's support. N is usually batch × heads.
+//
+// The scores are exact log-kernels (no dropped constant); a term in q alone would cancel
+// in the per-query normalisation, but keeping it makes Scores match LogK.
+type ContentKernel interface {
+	Kernel
+	Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node
+}
 
-// Gaussian is the RBF kernel, log K(q, k) = -‖q − k‖² / (2h²).
-type Gaussian struct{}
+// contentForm registers a content kernel without arguments.
+func contentForm(k ContentKernel, doc string) KernelForm {
+	return KernelForm{Name: k.Name(), Doc: doc, Parse: func([]SpecArg) (Term, error) { return k, nil }}
+}
 
-// Laplacian is the exponential-distance kernel, log K(q, k) = -‖q − k‖ / h.
-type Laplacian struct{}
-
-// Cauchy is the heavy-tailed kernel, log K(q, k) = -log(1 + ‖q − k‖² / h²).
-type Cauchy struct{}
-
-// Epanechnikov is the compactly supported kernel,
-// log K(q, k) = log max(0, 1 − ‖q − k‖² / h²); it is -Inf for ‖q − k‖ >= h.
-type Epanechnikov struct{}
-
-// Name returns "exponential".
-func (Exponential) Name() string { return "exponential" }
-
-// Name returns "gaussian".
-func (Gaussian) Name() string { return "gaussian" }
-
-// Name returns "laplacian".
-func (Laplacian) Name() string { return "laplacian" }
-
-// Name returns "cauchy".
-func (Cauchy) Name() string { return "cauchy" }
-
-// Name returns "epanechnikov".
-func (Epanechnikov) Name() string { return "epanechnikov" }
-
-// LogK returns q·k / h. It panics if len(q) != len(k).
-func (Exponential) LogK(q, k []float64, h float64) float64 {
-	checkLen(q, k)
-	var dot float64
-	for i, v := range q {
-		dot += v * k[i]
+// checkQK records a shape error naming the kernel unless q and k are [N, Tq, d] and
+// [N, Tk, d].
+func checkQK(g *autodiff.Graph, name string, q, k *autodiff.Node) bool {
+	if g.Err() != nil {
+		return false
 	}
-	return dot / h
-}
-
-// LogK returns -‖q − k‖² / (2h²). It panics if len(q) != len(k).
-func (Gaussian) LogK(q, k []float64, h float64) float64 {
-	return -sqDist(q, k) / (2 * h * h)
-}
-
-// LogK returns -‖q − k‖ / h. It panics if len(q) != len(k).
-func (Laplacian) LogK(q, k []float64, h float64) float64 {
-	return -math.Sqrt(sqDist(q, k)) / h
-}
-
-// LogK returns -log(1 + ‖q − k‖² / h²). It panics if len(q) != len(k).
-func (Cauchy) LogK(q, k []float64, h float64) float64 {
-	return -math.Log1p(sqDist(q, k) / (h * h))
-}
-
-// LogK returns log(1 − ‖q − k‖² / h²), or -Inf outside the support
-// ‖q − k‖ < h. It panics if len(q) != len(k).
-func (Epanechnikov) LogK(q, k []float64, h float64) float64 {
-	u := sqDist(q, k) / (h * h)
-	if u >= 1 {
-		return math.Inf(-1)
+	if q == nil || k == nil {
+		g.Fail(fmt.Errorf("kernel %s: nil queries or keys", name))
+		return false
 	}
-	return math.Log1p(-u)
-}
-
-var kernelsByName = map[string]Kernel{
-	"exponential":  Exponential{},
-	"gaussian":     Gaussian{},
-	"laplacian":    Laplacian{},
-	"cauchy":       Cauchy{},
-	"epanechnikov": Epanechnikov{},
-}
-
-// KernelNames returns the names KernelByName accepts, sorted.
-func KernelNames() []string {
-	names := make([]string, 0, len(kernelsByName))
-	for n := range kernelsByName {
-		names = append(names, n)
+	qs, ks := q.Shape(), k.Shape()
+	if len(qs) != 3 || len(ks) != 3 || qs[0] != ks[0] || qs[2] != ks[2] {
+		g.Fail(fmt.Errorf("kernel %s: queries %v and keys %v, want [N, Tq, d] and [N, Tk, d]", name, qs, ks))
+		return false
 	}
-	sort.Strings(names)
-	return names
-}
-
-// KernelByName returns the kernel called name (as returned by its Name method).
-func KernelByName(name string) (Kernel, error) {
-	if k, ok := kernelsByName[name]; ok {
-		return k, nil
-	}
-	return nil, fmt.Errorf("unknown kernel %q (valid: %s)", name, strings.Join(KernelNames(), ", "))
+	return true
 }
 
 func checkLen(q, k []float64) {

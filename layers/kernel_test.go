@@ -2,7 +2,6 @@ package layers
 
 import (
 	"math"
-	"strings"
 	"testing"
 )
 
@@ -47,27 +46,6 @@ func TestKernelAtZeroDistance(t *testing.T) {
 	for _, kern := range []Kernel{Gaussian{}, Laplacian{}, Cauchy{}, Epanechnikov{}} {
 		if got := kern.LogK(x, x, 0.7); got != 0 {
 			t.Errorf("%s: log K(x, x) = %v, want 0", kern.Name(), got)
-		}
-	}
-}
-
-func TestKernelByName(t *testing.T) {
-	for _, name := range []string{"exponential", "gaussian", "laplacian", "cauchy", "epanechnikov"} {
-		k, err := KernelByName(name)
-		if err != nil {
-			t.Fatalf("KernelByName(%q): %v", name, err)
-		}
-		if k.Name() != name {
-			t.Errorf("KernelByName(%q).Name() = %q", name, k.Name())
-		}
-	}
-	_, err := KernelByName("gauss")
-	if err == nil {
-		t.Fatal("KernelByName(\"gauss\"): no error")
-	}
-	for _, name := range KernelNames() {
-		if !strings.Contains(err.Error(), name) {
-			t.Errorf("error %q does not list %q", err, name)
 		}
 	}
 }

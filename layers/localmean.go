@@ -41,8 +41,8 @@ func LocalMean(g *autodiff.Graph, q, k, v *autodiff.Node, kern ContentKernel, h 
 
 // restrictMask narrows m by the kernel's position box, if it has one.
 func restrictMask(kern ContentKernel, m autodiff.Mask) autodiff.Mask {
-	if pk, ok := kern.(PositionKernel); ok {
-		return pk.Restrict(m)
+	for _, f := range positionFactors(kern) {
+		m = f.Restrict(m)
 	}
 	return m
 }
@@ -51,23 +51,24 @@ func restrictMask(kern ContentKernel, m autodiff.Mask) autodiff.Mask {
 // scores s [N, Tq, Tk], where N = batch·heads and P is 1 or heads (laid out as
 // n = b·heads + j, PyTorch's head split).
 func addPositionScores(g *autodiff.Graph, kern ContentKernel, s *autodiff.Node, heads, offset int) *autodiff.Node {
-	pk, ok := kern.(PositionKernel)
-	if !ok || s == nil {
-		return s
+	for _, f := range positionFactors(kern) {
+		if s == nil {
+			return nil
+		}
+		sh := s.Shape()
+		ps := f.PositionScores(g, sh[1], sh[2], offset)
+		if ps == nil {
+			continue
+		}
+		size := ps.Shape()
+		p := 0
+		if len(size) == 1 && size[0]%(sh[1]*sh[2]) == 0 {
+			p = size[0] / (sh[1] * sh[2])
+		}
+		if p != 1 && (p != heads || sh[0]%heads != 0) {
+			return g.Fail(fmt.Errorf("kernel %s: position scores %v for scores %v with %d heads", kern.Name(), size, sh, heads))
+		}
+		s = g.Reshape(g.AddBias(g.Reshape(s, []int{sh[0] / p, size[0]}), ps), sh)
 	}
-	sh := s.Shape()
-	ps := pk.PositionScores(g, sh[1], sh[2], offset)
-	if ps == nil {
-		return s
-	}
-	size := ps.Shape()
-	p := 0
-	if len(size) == 1 && size[0]%(sh[1]*sh[2]) == 0 {
-		p = size[0] / (sh[1] * sh[2])
-	}
-	if p != 1 && (p != heads || sh[0]%heads != 0) {
-		return g.Fail(fmt.Errorf("kernel %s: position scores %v for scores %v with %d heads", kern.Name(), size, sh, heads))
-	}
-	sum := g.AddBias(g.Reshape(s, []int{sh[0] / p, size[0]}), ps)
-	return g.Reshape(sum, sh)
+	return s
 }

@@ -8,6 +8,24 @@ import (
 	"github.com/locusml/locus/autodiff"
 )
 
+func init() {
+	RegisterKernel(KernelForm{
+		Name: "mixture", Syntax: "mixture(K1, K2, ...)", MinArgs: 1, MaxArgs: -1,
+		Doc: "log Σ_l softmax(a)_l K_l: content kernels with learned weights",
+		Parse: func(args []SpecArg) (Term, error) {
+			m := Mixture{Kernels: make([]ContentKernel, len(args))}
+			for i, a := range args {
+				k, err := a.Content(fmt.Sprintf("mixture component %d", i+1))
+				if err != nil {
+					return nil, err
+				}
+				m.Kernels[i] = k
+			}
+			return m, nil
+		},
+	})
+}
+
 // Mixture is the multi-kernel log Σ_l w_l K_l(q, k) with weights w = softmax(a) on the
 // simplex (THEORY.md §1, §4), every component at the same bandwidth. Bind creates the
 // logits a as `<scope>.logits` [L] (init 0: equal weights), shared by all heads. The
@@ -18,14 +36,20 @@ type Mixture struct {
 	logits  *autodiff.Param
 }
 
-// Name returns "mixture(<k1>,<k2>,...)".
+// Name returns the spec "mixture(<k1>, <k2>, ...)".
 func (m Mixture) Name() string {
 	names := make([]string, len(m.Kernels))
 	for i, k := range m.Kernels {
 		names[i] = nameOf(k)
 	}
-	return "mixture(" + strings.Join(names, ",") + ")"
+	return "mixture(" + strings.Join(names, ", ") + ")"
 }
+
+// MarshalText returns the spec.
+func (m Mixture) MarshalText() ([]byte, error) { return []byte(m.Name()), nil }
+
+// UnmarshalText parses a spec of a mixture.
+func (m *Mixture) UnmarshalText(b []byte) error { return unmarshalTerm(b, m) }
 
 // Weights returns the simplex weights softmax(a) from the current parameter values
 // (uniform before Bind).

@@ -7,6 +7,39 @@ import (
 	"github.com/locusml/locus/autodiff"
 )
 
+// PositionEncoding says how a Transformer tells positions apart (THEORY.md §5).
+type PositionEncoding int
+
+const (
+	// PositionsLearned adds a learned vector per absolute position (LearnedPositions).
+	PositionsLearned PositionEncoding = iota
+	// PositionsSinusoidal adds the fixed sinusoids of "Attention is all you need".
+	PositionsSinusoidal
+	// PositionsRotary rotates queries and keys by their positions (ApplyRotary).
+	PositionsRotary
+)
+
+var positionEncodingNames = []string{"learned", "sinusoidal", "rotary"}
+
+// PositionEncodingNames returns the text forms of the position encodings.
+func PositionEncodingNames() []string { return append([]string(nil), positionEncodingNames...) }
+
+// String returns "learned", "sinusoidal" or "rotary".
+func (p PositionEncoding) String() string {
+	return stringEnum("PositionEncoding", positionEncodingNames, p)
+}
+
+// MarshalText returns the encoding's name.
+func (p PositionEncoding) MarshalText() ([]byte, error) {
+	return marshalEnum("position encoding", positionEncodingNames, p)
+}
+
+// UnmarshalText parses an encoding's name.
+func (p *PositionEncoding) UnmarshalText(b []byte) (err error) {
+	*p, err = parseEnum[PositionEncoding]("position encoding", positionEncodingNames, string(b))
+	return err
+}
+
 // PositionsConfig configures a learned absolute position embedding.
 type PositionsConfig struct {
 	MaxLen int // longest sequence

@@ -145,7 +145,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if s.corpus == nil || s.cfg.Arch != "lm" {
+	if s.corpus == nil || s.cfg.Arch != transformer.ArchLM {
 		return fmt.Errorf("%s: sample needs a character LM checkpoint (task charlm), got task %s", *ckpt, s.data.Task)
 	}
 	ids, err := s.corpus.Vocab.Encode([]byte(*prompt))

@@ -105,7 +105,7 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 	if *bw < 0 {
 		return usageErrorf("-bandwidth must be >= 0, got %g", *bw)
 	}
-	k, err := layers.KernelByName(*kernel)
+	k, err := layers.ParseKernel(*kernel)
 	if err != nil {
 		return usageErrorf("-kernel: %v", err)
 	}

@@ -186,7 +186,7 @@ func (s *session) metrics(n int, seed uint64) (train.Metrics, error) {
 		batches := max(1, n/s.data.Batch)
 		return transformer.CorpusMetrics(s.run, s.corpus, batches, s.data.Batch, s.data.SeqLen, seed)
 	}
-	if s.cfg.Arch == "encdec" {
+	if s.cfg.Arch == transformer.ArchEncDec {
 		return transformer.EncDecTaskMetrics(s.run, s.task, s.task.Vocab(), n, seed)
 	}
 	return transformer.TaskMetrics(s.run, s.task, s.layout, n, seed)

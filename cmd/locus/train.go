@@ -29,10 +29,14 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("train", "[flags]", stderr)
 	taskName := fs.String("task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+"), charlm, or mnist (with -model dae or ldae)")
 	modelName := fs.String("model", "transformer", "model: transformer, dae (MLP denoising autoencoder) or ldae (localized DAE)")
-	arch := fs.String("arch", "", "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
-	kernel := fs.String("kernel", "exponential", "attention kernel: "+strings.Join(layers.KernelNames(), ", "))
-	bandwidth := fs.String("bandwidth", "fixed", "bandwidth mode: "+strings.Join(transformer.BandwidthNames(), ", "))
-	positions := fs.String("positions", "learned", "positions: learned, sinusoidal or rotary")
+	var arch transformer.Arch
+	fs.TextVar(&arch, "arch", transformer.ArchEncoder, "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
+	kernel := layers.KernelSpec{Kernel: layers.Exponential{}}
+	fs.TextVar(&kernel, "kernel", kernel, "attention kernel spec, e.g. 'gaussian * window(8)': "+strings.Join(layers.KernelNames(), ", "))
+	var bandwidth layers.BandwidthMode
+	fs.TextVar(&bandwidth, "bandwidth", layers.BandwidthFixed, "bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
+	var positions layers.PositionEncoding
+	fs.TextVar(&positions, "positions", layers.PositionsLearned, "positions: "+strings.Join(layers.PositionEncodingNames(), ", "))
 	nLayers := fs.Int("layers", 2, "number of blocks")
 	dModel := fs.Int("dmodel", 64, "model width")
 	heads := fs.Int("heads", 4, "attention heads")
@@ -116,18 +120,15 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		}
 		return s.fit(d, *steps, *lr, *evalEvery, *evalN, *keep, *out, *resume, *seed, stdout, stderr)
 	}
-	if *arch == "" {
-		*arch = "encoder"
-		if *taskName == "charlm" {
-			*arch = "lm"
-		}
+	if !set["arch"] && *taskName == "charlm" {
+		arch = transformer.ArchLM
 	}
 	if *taskName == "charlm" {
 		s.data.Corpus, s.data.MaxBytes, s.data.SeqLen = *data, *maxBytes, *seqLen
 		if s.data.SeqLen == 0 {
 			s.data.SeqLen = 64
 		}
-		if *arch != "lm" {
+		if arch != transformer.ArchLM {
 			return usageErrorf("-task charlm needs -arch lm")
 		}
 	} else {
@@ -136,7 +137,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			return usageErrorf("%v", err) // a bad -seqlen or -corrupt-* value
 		}
 		s.data.Layout = "aligned"
-		if *arch == "lm" {
+		if arch == transformer.ArchLM {
 			s.data.Layout = "causal"
 		}
 	}
@@ -144,11 +145,11 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	vocab := s.vocab()
-	if *arch == "encdec" {
+	if arch == transformer.ArchEncDec {
 		vocab++ // the decoder's start token, id s.task.Vocab()
 	}
-	s.cfg = transformer.DefaultConfig(*arch, vocab, s.seqLen())
-	s.cfg.Kernel, s.cfg.Bandwidth, s.cfg.Positions = *kernel, *bandwidth, *positions
+	s.cfg = transformer.DefaultConfig(arch, vocab, s.seqLen())
+	s.cfg.Kernel, s.cfg.Bandwidth, s.cfg.Positions = kernel, bandwidth, positions
 	s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Hidden = *nLayers, *dModel, *heads, *dff
 	s.cfg.PostLN, s.cfg.Dropout = *postLN, *dropout
 	if err := s.cfg.Validate(); err != nil {
@@ -168,7 +169,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var loopData train.Data = &transformer.StreamData{Stream: stream, Tokens: s.corpus != nil}
-	if s.cfg.Arch == "encdec" {
+	if s.cfg.Arch == transformer.ArchEncDec {
 		loopData = &transformer.EncDecData{Stream: stream, BOS: s.task.Vocab()}
 	}
 	return s.fit(loopData, *steps, *lr, *evalEvery, *evalN, *keep, *out, *resume, *seed, stdout, stderr)
@@ -238,7 +239,7 @@ func (s *session) fit(data train.Data, steps int, lr float64, evalEvery, evalN, 
 		}
 		fmt.Fprintf(stdout, "denoised test digits: %s\n", grid)
 	}
-	if s.dae != nil || s.cfg.Bandwidth != "fixed" {
+	if s.dae != nil || s.cfg.Bandwidth != layers.BandwidthFixed {
 		bw := s.bandwidths()
 		for _, k := range sortedKeys(bw) {
 			fmt.Fprintf(stdout, "bandwidth %s = %.4g\n", k, bw[k])

@@ -32,7 +32,7 @@ func main() {
 	}
 	opts := methods.MeanShiftOptions{Bandwidth: *bandwidth, Quantile: *quantile}
 	if *kernel != "flat" {
-		if opts.Kernel, err = layers.KernelByName(*kernel); err != nil {
+		if opts.Kernel, err = layers.ParseKernel(*kernel); err != nil {
 			log.Fatal(err)
 		}
 	}

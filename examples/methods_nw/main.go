@@ -35,11 +35,8 @@ func main() {
 	}
 
 	fmt.Printf("%-13s %12s %12s\n", "kernel", "NW RMSE", "LL RMSE")
-	for _, name := range layers.KernelNames() {
-		if name == "exponential" {
-			continue // a dot-product kernel, not a distance kernel
-		}
-		kern, _ := layers.KernelByName(name)
+	for _, kern := range []layers.Kernel{layers.Gaussian{}, layers.Laplacian{}, layers.Cauchy{}, layers.Epanechnikov{}} {
+		name := kern.Name()
 		nw, err := methods.NadarayaWatson(x, y, queries, methods.LocalMeanOptions{Kernel: kern, Bandwidth: *bandwidth})
 		if err != nil {
 			log.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/optim"
 	"github.com/locusml/locus/train"
@@ -20,8 +21,8 @@ func main() {
 	check(err)
 	ps, err := autodiff.NewParams(autodiff.Float32, 0)
 	check(err)
-	cfg := transformer.DefaultConfig("encoder", task.Vocab(), task.SeqLen())
-	cfg.Kernel = "gaussian" // any kernel of layers; "exponential" is standard attention
+	cfg := transformer.DefaultConfig(transformer.ArchEncoder, task.Vocab(), task.SeqLen())
+	cfg.Kernel = layers.MustParseKernelSpec("gaussian * window(8)") // any kernel spec; "exponential" is standard attention
 	model, err := transformer.New(cfg, ps)
 	check(err)
 	run := autodiff.NewModel(ps, model.Builder(), 1)

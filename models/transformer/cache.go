@@ -36,8 +36,8 @@ func CrossValues(l int) string { return fmt.Sprintf("cross.v.%d", l) }
 func (m *Model) StepBuilder() autodiff.Builder {
 	return func(g *autodiff.Graph) (autodiff.Outputs, error) {
 		cfg := m.Config
-		if cfg.Arch != "lm" && cfg.Arch != "encdec" {
-			return autodiff.Outputs{}, fmt.Errorf("transformer: decode step: arch %q does not decode", cfg.Arch)
+		if !cfg.Arch.Decodes() {
+			return autodiff.Outputs{}, fmt.Errorf("transformer: decode step: arch %s does not decode", cfg.Arch)
 		}
 		ids := g.Input(InputIDs)
 		if g.Err() != nil {
@@ -61,7 +61,7 @@ func (m *Model) StepBuilder() autodiff.Builder {
 		out := autodiff.Outputs{Values: map[string]*autodiff.Node{}}
 		x := m.embed(g, ids, offset)
 		var k, v *autodiff.Node
-		if cfg.Arch == "encdec" {
+		if cfg.Arch == ArchEncDec {
 			for l, b := range m.DecBlocks {
 				ck, cv := cache(l)
 				x, k, v = b.Step(g, x, ck, cv, g.Input(CrossKeys(l)), g.Input(CrossValues(l)), offset)
@@ -110,11 +110,11 @@ type Generator struct {
 // NewGenerator returns a cached decoder over m's parameters (shared, not copied: it sees
 // later training).
 func NewGenerator(m *Model) (*Generator, error) {
-	if m.Config.Arch != "lm" && m.Config.Arch != "encdec" {
-		return nil, fmt.Errorf("generate: arch %q does not decode", m.Config.Arch)
+	if !m.Config.Arch.Decodes() {
+		return nil, fmt.Errorf("generate: arch %s does not decode", m.Config.Arch)
 	}
 	gen := &Generator{model: m, step: autodiff.NewModel(m.Params, m.StepBuilder(), 0)}
-	if m.Config.Arch == "encdec" {
+	if m.Config.Arch == ArchEncDec {
 		gen.enc = autodiff.NewModel(m.Params, m.EncoderBuilder(), 0)
 	}
 	return gen, nil
@@ -135,7 +135,7 @@ func (gen *Generator) Generate(src, prompt []int, n int, s Sampling, stop int, r
 		return nil, err
 	}
 	fixed := map[string]*tensor.Dense{}
-	if cfg.Arch == "encdec" {
+	if cfg.Arch == ArchEncDec {
 		res, err := gen.enc.Forward(map[string]*tensor.Dense{InputSource: idsTensor(src)})
 		if err != nil {
 			return nil, fmt.Errorf("generate: encode: %w", err)
@@ -225,17 +225,17 @@ func checkGenerate(cfg Config, src, prompt []int, s Sampling) error {
 		return err
 	}
 	switch cfg.Arch {
-	case "lm":
+	case ArchLM:
 		if src != nil {
 			return fmt.Errorf("generate: a source sequence was given to a causal LM")
 		}
-	case "encdec":
+	case ArchEncDec:
 		if len(src) == 0 || len(src) > cfg.MaxLen {
 			return fmt.Errorf("generate: source of %d tokens, want 1..%d", len(src), cfg.MaxLen)
 		}
 		return checkTokens(cfg, "source", src)
 	default:
-		return fmt.Errorf("generate: arch %q does not decode", cfg.Arch)
+		return fmt.Errorf("generate: arch %s does not decode", cfg.Arch)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"github.com/locusml/locus/layers"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -41,15 +42,19 @@ func TestCachedGenerateMatches(t *testing.T) {
 		mut  func(*Config)
 	}{
 		{"learned", nil},
-		{"sinusoidal", func(c *Config) { c.Positions = "sinusoidal" }},
-		{"rotary", func(c *Config) { c.Positions = "rotary" }},
-		{"gaussian_query_postln", func(c *Config) { c.Kernel, c.Bandwidth, c.PostLN = "gaussian", "query", true }},
-		{"laplacian_knn_rotary", func(c *Config) { c.Kernel, c.Bandwidth, c.Positions = "laplacian", "knn", "rotary" }},
-		{"head_bandwidth_tied", func(c *Config) { c.Bandwidth, c.Tied, c.Init = "head", true, "gpt" }},
+		{"sinusoidal", func(c *Config) { c.Positions = layers.PositionsSinusoidal }},
+		{"rotary", func(c *Config) { c.Positions = layers.PositionsRotary }},
+		{"gaussian_query_postln", func(c *Config) {
+			c.Kernel, c.Bandwidth, c.PostLN = layers.MustParseKernelSpec("gaussian"), layers.BandwidthQuery, true
+		}},
+		{"laplacian_knn_rotary", func(c *Config) {
+			c.Kernel, c.Bandwidth, c.Positions = layers.MustParseKernelSpec("laplacian"), layers.BandwidthKNN, layers.PositionsRotary
+		}},
+		{"head_bandwidth_tied", func(c *Config) { c.Bandwidth, c.Tied, c.Init = layers.BandwidthHead, true, layers.InitGPT }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig("lm", 7, 8)
-			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, "torch"
+			cfg := DefaultConfig(ArchLM, 7, 8)
+			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, layers.InitTorch
 			if tc.mut != nil {
 				tc.mut(&cfg)
 			}
@@ -79,10 +84,10 @@ func TestCachedGenerateMatches(t *testing.T) {
 
 // TestCachedGenerateEncDec compares cached and uncached decoding of an encoder–decoder.
 func TestCachedGenerateEncDec(t *testing.T) {
-	for _, pos := range []string{"learned", "rotary"} {
-		t.Run(pos, func(t *testing.T) {
-			cfg := DefaultConfig("encdec", 7, 8)
-			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init, cfg.Positions = 16, 2, 2, 24, "torch", pos
+	for _, pos := range []layers.PositionEncoding{layers.PositionsLearned, layers.PositionsRotary} {
+		t.Run(pos.String(), func(t *testing.T) {
+			cfg := DefaultConfig(ArchEncDec, 7, 8)
+			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init, cfg.Positions = 16, 2, 2, 24, layers.InitTorch, pos
 			m, am := newTestModel(t, cfg)
 			gen, err := NewGenerator(m)
 			if err != nil {
@@ -109,7 +114,7 @@ func TestCachedGenerateEncDec(t *testing.T) {
 
 // TestCachedGenerateStopAndErrors checks the stop token and argument errors.
 func TestCachedGenerateStopAndErrors(t *testing.T) {
-	cfg := DefaultConfig("lm", 7, 8)
+	cfg := DefaultConfig(ArchLM, 7, 8)
 	cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden = 8, 2, 1, 16
 	m, _ := newTestModel(t, cfg)
 	gen, err := NewGenerator(m)
@@ -138,7 +143,7 @@ func TestCachedGenerateStopAndErrors(t *testing.T) {
 			t.Errorf("Generate(%v, %v, %+v) succeeded", bad.src, bad.prompt, bad.s)
 		}
 	}
-	enc, _ := newTestModel(t, DefaultConfig("encoder", 7, 8))
+	enc, _ := newTestModel(t, DefaultConfig(ArchEncoder, 7, 8))
 	if _, err := NewGenerator(enc); err == nil {
 		t.Error("NewGenerator accepted an encoder")
 	}

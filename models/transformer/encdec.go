@@ -46,8 +46,8 @@ func (m *Model) checkIDs(g *autodiff.Graph, what string, ids *autodiff.Node) boo
 // Encode returns the encoder output [B, Ts, Dim] of an encdec model for source ids
 // src [B, Ts] (an int tensor): the bidirectional blocks, then enc.ln_f.
 func (m *Model) Encode(g *autodiff.Graph, src *autodiff.Node) *autodiff.Node {
-	if m.Config.Arch != "encdec" {
-		return g.Fail(fmt.Errorf("transformer: Encode needs an encdec model, not %q", m.Config.Arch))
+	if m.Config.Arch != ArchEncDec {
+		return g.Fail(fmt.Errorf("transformer: Encode needs an encdec model, not %s", m.Config.Arch))
 	}
 	if !m.checkIDs(g, "source ids", src) {
 		return nil

@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"github.com/locusml/locus/layers"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,8 @@ func tinyEncDec(t *testing.T, dtype autodiff.Dtype, mut func(*Config)) (*Model, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig("encdec", 5, 6)
-	cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 8, 2, 2, 12, "torch"
+	cfg := DefaultConfig(ArchEncDec, 5, 6)
+	cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 8, 2, 2, 12, layers.InitTorch
 	if mut != nil {
 		mut(&cfg)
 	}
@@ -59,9 +60,11 @@ func TestEncDecGradients(t *testing.T) {
 	}{
 		{"standard", nil},
 		{"gaussian_head_rotary_postln", func(c *Config) {
-			c.Kernel, c.Bandwidth, c.Positions, c.PostLN, c.Tied = "gaussian", "head", "rotary", true, true
+			c.Kernel, c.Bandwidth, c.Positions, c.PostLN, c.Tied = layers.MustParseKernelSpec("gaussian"), layers.BandwidthHead, layers.PositionsRotary, true, true
 		}},
-		{"cauchy_query_sinusoidal", func(c *Config) { c.Kernel, c.Bandwidth, c.Positions = "cauchy", "query", "sinusoidal" }},
+		{"cauchy_query_sinusoidal", func(c *Config) {
+			c.Kernel, c.Bandwidth, c.Positions = layers.MustParseKernelSpec("cauchy"), layers.BandwidthQuery, layers.PositionsSinusoidal
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, ps := tinyEncDec(t, autodiff.Float64, tc.mut)
@@ -117,7 +120,7 @@ func TestEncDecReverseLearns(t *testing.T) {
 	}
 	start := time.Now()
 	const steps = 250
-	m, am, loss := trainSmall(t, "encdec", task, task.Vocab()+1, 1, steps, &EncDecData{Stream: stream, BOS: bos})
+	m, am, loss := trainSmall(t, ArchEncDec, task, task.Vocab()+1, 1, steps, &EncDecData{Stream: stream, BOS: bos})
 	trained := time.Since(start)
 	met, err := EncDecTaskMetrics(am, task, bos, 500, 2)
 	if err != nil {

@@ -15,8 +15,8 @@ import (
 // Decoding recomputes the whole context at every step (no key/value cache); Generator
 // decodes the same tokens with a cache.
 func Generate(m *autodiff.Model, cfg Config, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
-	if cfg.Arch != "lm" {
-		return nil, fmt.Errorf("generate: arch %q is not a causal LM", cfg.Arch)
+	if cfg.Arch != ArchLM {
+		return nil, fmt.Errorf("generate: arch %s is not a causal LM", cfg.Arch)
 	}
 	return generate(m, cfg, nil, prompt, n, s, stop, rng)
 }
@@ -25,8 +25,8 @@ func Generate(m *autodiff.Model, cfg Config, prompt []int, n int, s Sampling, st
 // continues the decoder's prompt (usually just a start token) for the source sequence
 // src, recomputing the encoder and the whole decoder context at every step.
 func GenerateFromSource(m *autodiff.Model, cfg Config, src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
-	if cfg.Arch != "encdec" {
-		return nil, fmt.Errorf("generate: arch %q is not an encoder–decoder", cfg.Arch)
+	if cfg.Arch != ArchEncDec {
+		return nil, fmt.Errorf("generate: arch %s is not an encoder–decoder", cfg.Arch)
 	}
 	return generate(m, cfg, src, prompt, n, s, stop, rng)
 }

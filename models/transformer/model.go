@@ -1,7 +1,9 @@
 package transformer
 
 import (
+	"encoding"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
@@ -9,108 +11,143 @@ import (
 	"github.com/locusml/locus/layers"
 )
 
-// Config describes a Transformer. It is saved in checkpoints as JSON, so every field is
-// a plain value and names are strings.
-type Config struct {
-	// Arch is "encoder" (bidirectional, one prediction per input position), "lm"
-	// (decoder-only causal language model) or "encdec" (an encoder over a source
-	// sequence and a causal decoder that cross-attends to it).
-	Arch   string `json:"arch"`
-	Vocab  int    `json:"vocab"`
-	MaxLen int    `json:"max_len"` // longest sequence, source or target (the learned position table's size)
-	Dim    int    `json:"dim"`
-	Heads  int    `json:"heads"`
-	Layers int    `json:"layers"` // blocks; for encdec, in the encoder and in the decoder each
-	Hidden int    `json:"hidden"` // feed-forward width d_ff; 0 means 4·Dim
-	// Kernel is a content kernel name (exponential, gaussian, laplacian, cauchy,
-	// epanechnikov); exponential with the fixed bandwidth √d_head is the standard
-	// Transformer.
-	Kernel string `json:"kernel"`
-	// Bandwidth is fixed, layer, head, query or knn (THEORY.md §4).
-	Bandwidth string `json:"bandwidth"`
-	// Positions is learned (absolute, PyTorch's pos_emb), sinusoidal or rotary.
-	Positions  string  `json:"positions"`
-	PostLN     bool    `json:"post_ln"`
-	Tied       bool    `json:"tied"` // the output head reuses tok_emb.weight (no head.weight)
-	Activation string  `json:"activation"`
-	Dropout    float64 `json:"dropout"`
-	Init       string  `json:"init"` // gpt or torch
+// Arch is a Transformer's architecture.
+type Arch int
+
+const (
+	// ArchEncoder is bidirectional, with one prediction per input position.
+	ArchEncoder Arch = iota
+	// ArchLM is a decoder-only causal language model.
+	ArchLM
+	// ArchEncDec is an encoder over a source sequence and a causal decoder that
+	// cross-attends to it.
+	ArchEncDec
+)
+
+var archNames = []string{"encoder", "lm", "encdec"}
+
+// ArchNames returns the text forms of the architectures.
+func ArchNames() []string { return append([]string(nil), archNames...) }
+
+// String returns "encoder", "lm" or "encdec".
+func (a Arch) String() string {
+	if a >= 0 && int(a) < len(archNames) {
+		return archNames[a]
+	}
+	return fmt.Sprintf("Arch(%d)", int(a))
 }
+
+// MarshalText returns the architecture's name.
+func (a Arch) MarshalText() ([]byte, error) {
+	if a < 0 || int(a) >= len(archNames) {
+		return nil, fmt.Errorf("invalid architecture %d", int(a))
+	}
+	return []byte(archNames[a]), nil
+}
+
+// UnmarshalText parses an architecture's name.
+func (a *Arch) UnmarshalText(b []byte) error {
+	if i := slices.Index(archNames, string(b)); i >= 0 {
+		*a = Arch(i)
+		return nil
+	}
+	return fmt.Errorf("unknown architecture %q (valid: %s)", b, strings.Join(archNames, ", "))
+}
+
+// Decodes reports whether the architecture generates tokens one at a time (lm, encdec).
+func (a Arch) Decodes() bool { return a == ArchLM || a == ArchEncDec }
+
+// Config describes a Transformer. Every choice is a typed value whose JSON is its text
+// form (the kernel as its spec, e.g. "gaussian * window(16)"), so a checkpoint's
+// configuration reads as words and rebuilds the model.
+type Config struct {
+	Arch   Arch `json:"arch"`
+	Vocab  int  `json:"vocab"`
+	MaxLen int  `json:"max_len"` // longest sequence, source or target (the learned position table's size)
+	Dim    int  `json:"dim"`
+	Heads  int  `json:"heads"`
+	Layers int  `json:"layers"` // blocks; for encdec, in the encoder and in the decoder each
+	Hidden int  `json:"hidden"` // feed-forward width d_ff; 0 means 4·Dim
+	// Kernel is the attention kernel, any spec of the layers kernel language; the
+	// exponential kernel with the fixed bandwidth √d_head is the standard Transformer.
+	Kernel layers.KernelSpec `json:"kernel"`
+	// Bandwidth is the bandwidth mode of every attention layer (THEORY.md §4).
+	Bandwidth  layers.BandwidthMode    `json:"bandwidth"`
+	Positions  layers.PositionEncoding `json:"positions"`
+	PostLN     bool                    `json:"post_ln"`
+	Tied       bool                    `json:"tied"` // the output head reuses tok_emb.weight (no head.weight)
+	Activation layers.Activation       `json:"activation"`
+	Dropout    float64                 `json:"dropout"`
+	Init       layers.Init             `json:"init"`
+}
+
+// Size limits of Validate: far above any model Locus trains on one machine, low enough
+// that a mistyped size is an error instead of an out-of-memory crash.
+const (
+	MaxVocab  = 1 << 24
+	MaxLen    = 1 << 20
+	MaxDim    = 1 << 15
+	MaxLayers = 1 << 10
+)
 
 // DefaultConfig is the reference workloads' model: d=64, 4 heads, 2 layers, d_ff=256,
 // exponential kernel at √d_head, learned positions, pre-LN, GELU (tanh), GPT init.
-func DefaultConfig(arch string, vocab, maxLen int) Config {
+func DefaultConfig(arch Arch, vocab, maxLen int) Config {
 	return Config{Arch: arch, Vocab: vocab, MaxLen: maxLen, Dim: 64, Heads: 4, Layers: 2, Hidden: 256,
-		Kernel: "exponential", Bandwidth: "fixed", Positions: "learned", Activation: "gelu_tanh", Init: "gpt"}
+		Kernel: layers.KernelSpec{Kernel: layers.Exponential{}}, Bandwidth: layers.BandwidthFixed,
+		Positions: layers.PositionsLearned, Activation: layers.GELUTanh, Init: layers.InitGPT}
+}
+
+// NonStandard lists, one phrase each, the settings in which c differs from the standard
+// softmax Transformer whose weights PyTorch's reference LM computes with; nil means c is
+// that Transformer.
+func (c Config) NonStandard() []string {
+	var out []string
+	add := func(ok bool, format string, args ...any) {
+		if !ok {
+			out = append(out, fmt.Sprintf(format, args...))
+		}
+	}
+	add(c.Arch != ArchEncDec, "arch %s (the reference is a decoder-only LM or an encoder)", c.Arch)
+	_, exp := c.Kernel.Value().(layers.Exponential)
+	add(exp, "kernel %s (the reference is exponential, softmax attention)", c.Kernel)
+	add(c.Bandwidth == layers.BandwidthFixed, "bandwidth %s (the reference is fixed at √d_head)", c.Bandwidth)
+	add(c.Positions == layers.PositionsLearned, "positions %s (the reference has learned positions)", c.Positions)
+	add(!c.PostLN, "post-LN blocks (the reference is pre-LN)")
+	add(!c.Tied, "tied output head (the reference has its own head.weight)")
+	add(c.Activation == layers.GELUTanh, "activation %s (the reference uses gelu_tanh)", c.Activation)
+	add(c.Dropout == 0, "dropout %g (the reference has none)", c.Dropout)
+	return out
 }
 
 // Standard reports whether the configuration is the standard Transformer whose weights
 // load into PyTorch's reference LM.
-func (c Config) Standard() bool {
-	return c.Arch != "encdec" && c.Kernel == "exponential" && c.Bandwidth == "fixed" && c.Positions == "learned" &&
-		!c.PostLN && !c.Tied && c.Activation == "gelu_tanh"
-}
-
-var bandwidthModes = map[string]layers.BandwidthMode{
-	"fixed": layers.BandwidthFixed, "layer": layers.BandwidthLayer, "head": layers.BandwidthHead,
-	"query": layers.BandwidthQuery, "knn": layers.BandwidthKNN,
-}
-
-var activations = map[string]layers.Activation{
-	"gelu_tanh": layers.GELUTanh, "gelu": layers.GELUExact, "relu": layers.ReLU,
-}
-
-// BandwidthNames lists the accepted Bandwidth values.
-func BandwidthNames() []string { return []string{"fixed", "layer", "head", "query", "knn"} }
+func (c Config) Standard() bool { return len(c.NonStandard()) == 0 }
 
 // Validate reports the first invalid field, naming it.
 func (c Config) Validate() error {
 	switch {
-	case c.Arch != "encoder" && c.Arch != "lm" && c.Arch != "encdec":
-		return fmt.Errorf("transformer: arch %q, want encoder, lm or encdec", c.Arch)
-	case c.Vocab <= 0:
-		return fmt.Errorf("transformer: vocab %d, want > 0", c.Vocab)
-	case c.MaxLen <= 0:
-		return fmt.Errorf("transformer: max_len %d, want > 0", c.MaxLen)
-	case c.Dim <= 0 || c.Heads <= 0 || c.Dim%c.Heads != 0:
-		return fmt.Errorf("transformer: dim %d and heads %d (dim must be a positive multiple of heads)", c.Dim, c.Heads)
-	case c.Layers <= 0:
-		return fmt.Errorf("transformer: layers %d, want > 0", c.Layers)
-	case c.Hidden < 0:
-		return fmt.Errorf("transformer: hidden %d, want >= 0", c.Hidden)
-	case c.Dropout < 0 || c.Dropout >= 1:
+	case c.Arch < ArchEncoder || c.Arch > ArchEncDec:
+		return fmt.Errorf("transformer: arch %v, want one of %s", c.Arch, strings.Join(archNames, ", "))
+	case c.Vocab <= 0 || c.Vocab > MaxVocab:
+		return fmt.Errorf("transformer: vocab %d, want 1 to %d", c.Vocab, MaxVocab)
+	case c.MaxLen <= 0 || c.MaxLen > MaxLen:
+		return fmt.Errorf("transformer: max_len %d, want 1 to %d", c.MaxLen, MaxLen)
+	case c.Dim <= 0 || c.Heads <= 0 || c.Dim%c.Heads != 0 || c.Dim > MaxDim:
+		return fmt.Errorf("transformer: dim %d and heads %d (dim must be a positive multiple of heads, at most %d)", c.Dim, c.Heads, MaxDim)
+	case c.Layers <= 0 || c.Layers > MaxLayers:
+		return fmt.Errorf("transformer: layers %d, want 1 to %d", c.Layers, MaxLayers)
+	case c.Hidden < 0 || c.Hidden > 4*MaxDim:
+		return fmt.Errorf("transformer: hidden %d, want 0 to %d (0 means 4·dim)", c.Hidden, 4*MaxDim)
+	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("transformer: dropout %g, want 0 <= p < 1", c.Dropout)
 	}
-	if _, err := c.kernel(); err != nil {
-		return err
-	}
-	if _, ok := bandwidthModes[c.Bandwidth]; !ok {
-		return fmt.Errorf("transformer: unknown bandwidth %q (valid: %s)", c.Bandwidth, strings.Join(BandwidthNames(), ", "))
-	}
-	if _, ok := activations[c.Activation]; !ok {
-		return fmt.Errorf("transformer: unknown activation %q (valid: gelu_tanh, gelu, relu)", c.Activation)
-	}
-	switch c.Positions {
-	case "learned", "sinusoidal", "rotary":
-	default:
-		return fmt.Errorf("transformer: unknown positions %q (valid: learned, sinusoidal, rotary)", c.Positions)
-	}
-	if c.Init != "gpt" && c.Init != "torch" {
-		return fmt.Errorf("transformer: unknown init %q (valid: gpt, torch)", c.Init)
+	for _, v := range []encoding.TextMarshaler{c.Bandwidth, c.Positions, c.Activation, c.Init} {
+		if _, err := v.MarshalText(); err != nil {
+			return fmt.Errorf("transformer: %w", err)
+		}
 	}
 	return nil
-}
-
-func (c Config) kernel() (layers.ContentKernel, error) {
-	k, err := layers.KernelByName(c.Kernel)
-	if err != nil {
-		return nil, fmt.Errorf("transformer: %w", err)
-	}
-	ck, ok := k.(layers.ContentKernel)
-	if !ok {
-		return nil, fmt.Errorf("transformer: kernel %q cannot be used in attention", c.Kernel)
-	}
-	return ck, nil
 }
 
 // Model is a Transformer built only from layers/: token embedding, positions, a stack of
@@ -127,7 +164,7 @@ type Model struct {
 	Config Config
 	Params *autodiff.Params
 	TokEmb *layers.Embedding
-	PosEmb *layers.LearnedPositions // nil unless Positions is "learned"
+	PosEmb *layers.LearnedPositions // nil unless Positions is PositionsLearned
 	Blocks []*layers.Block          // encoder or lm; nil for encdec
 	LNF    *layers.LayerNorm
 	Head   *layers.Linear // nil when Tied
@@ -142,41 +179,37 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	kern, _ := cfg.kernel()
-	init := layers.InitGPT
-	if cfg.Init == "torch" {
-		init = layers.InitTorch
-	}
+	kern, init := cfg.Kernel.Value(), cfg.Init
 	m := &Model{Config: cfg, Params: ps}
 	root := ps.Root()
 	var err error
 	if m.TokEmb, err = layers.NewEmbedding(root.Sub("tok_emb"), layers.EmbeddingConfig{Vocab: cfg.Vocab, Dim: cfg.Dim, Init: init}); err != nil {
 		return nil, err
 	}
-	if cfg.Positions == "learned" {
+	if cfg.Positions == layers.PositionsLearned {
 		if m.PosEmb, err = layers.NewLearnedPositions(root.Sub("pos_emb"), layers.PositionsConfig{MaxLen: cfg.MaxLen, Dim: cfg.Dim, Init: init}); err != nil {
 			return nil, err
 		}
 	}
 	blockCfg := func(causal bool) layers.BlockConfig {
 		return layers.BlockConfig{
-			Dim: cfg.Dim, Heads: cfg.Heads, Hidden: cfg.Hidden, Activation: activations[cfg.Activation],
+			Dim: cfg.Dim, Heads: cfg.Heads, Hidden: cfg.Hidden, Activation: cfg.Activation,
 			PostLN: cfg.PostLN, Dropout: cfg.Dropout, Init: init,
 			Attention: layers.AttentionConfig{
 				Kernel:    kern,
-				Bandwidth: layers.BandwidthConfig{Mode: bandwidthModes[cfg.Bandwidth]},
+				Bandwidth: layers.BandwidthConfig{Mode: cfg.Bandwidth},
 				Causal:    causal,
-				Rotary:    cfg.Positions == "rotary",
+				Rotary:    cfg.Positions == layers.PositionsRotary,
 			},
 		}
 	}
-	if cfg.Arch == "encdec" {
+	if cfg.Arch == ArchEncDec {
 		if err := m.newEncDec(root, blockCfg); err != nil {
 			return nil, err
 		}
 	} else {
 		for i := range cfg.Layers {
-			b, err := layers.NewBlock(root.Subf("blocks.%d", i), blockCfg(cfg.Arch == "lm"))
+			b, err := layers.NewBlock(root.Subf("blocks.%d", i), blockCfg(cfg.Arch == ArchLM))
 			if err != nil {
 				return nil, err
 			}
@@ -198,9 +231,9 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 func (m *Model) embed(g *autodiff.Graph, ids *autodiff.Node, offset int) *autodiff.Node {
 	x := m.TokEmb.Forward(g, ids)
 	switch m.Config.Positions {
-	case "learned":
+	case layers.PositionsLearned:
 		x = m.PosEmb.Forward(g, x, offset)
-	case "sinusoidal":
+	case layers.PositionsSinusoidal:
 		x = layers.AddSinusoidal(g, x, offset)
 	}
 	if m.Config.Dropout > 0 {
@@ -232,7 +265,7 @@ func (m *Model) Logits(g *autodiff.Graph, ids *autodiff.Node) *autodiff.Node {
 	if s := ids.Shape(); len(s) != 2 || s[1] > m.Config.MaxLen {
 		return g.Fail(fmt.Errorf("transformer: ids %v, want [B, T] with T <= %d", s, m.Config.MaxLen))
 	}
-	if m.Config.Arch == "encdec" {
+	if m.Config.Arch == ArchEncDec {
 		return g.Fail(fmt.Errorf("transformer: an encdec model needs a source: use EncDecLogits"))
 	}
 	x := m.embed(g, ids, 0)
@@ -256,7 +289,7 @@ const (
 func (m *Model) Builder() autodiff.Builder {
 	return func(g *autodiff.Graph) (autodiff.Outputs, error) {
 		var logits *autodiff.Node
-		if m.Config.Arch == "encdec" {
+		if m.Config.Arch == ArchEncDec {
 			logits = m.EncDecLogits(g, g.Input(InputSource), g.Input(InputIDs))
 		} else {
 			logits = m.Logits(g, g.Input(InputIDs))

@@ -25,7 +25,7 @@ func TestSeqDAELearns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, am, _ := trainSmall(t, "encoder", task, task.Vocab(), 1, 300, nil)
+			_, am, _ := trainSmall(t, ArchEncoder, task, task.Vocab(), 1, 300, nil)
 			met, err := TaskMetrics(am, task, datasets.Aligned, 1000, 2)
 			if err != nil {
 				t.Fatal(err)

@@ -24,7 +24,7 @@ const (
 )
 
 // torchConfig is the reference charlm model: V=65, d=64, h=4, L=2, d_ff=256, T=64.
-func torchConfig() Config { return DefaultConfig("lm", 65, 64) }
+func torchConfig() Config { return DefaultConfig(ArchLM, 65, 64) }
 
 // TestWriteTorchFixture trains the standard LM for a few steps and writes its weights to
 // testdata/torch_lm.safetensors. It runs only with LOCUS_WRITE_FIXTURE=1; then run

@@ -12,7 +12,7 @@ import (
 // trainSmall builds a small float32 model (d=32, d_ff=64, the given layers) for a toy
 // task and trains it with Adam 3e-3 for steps batches of 64 from data (nil: the task's
 // aligned stream). It returns the model, its runner and the last training loss.
-func trainSmall(t *testing.T, arch string, task datasets.Task, vocab, layers, steps int, data train.Data) (*Model, *autodiff.Model, float64) {
+func trainSmall(t *testing.T, arch Arch, task datasets.Task, vocab, layers, steps int, data train.Data) (*Model, *autodiff.Model, float64) {
 	t.Helper()
 	ps, _ := autodiff.NewParams(autodiff.Float32, 0)
 	cfg := DefaultConfig(arch, vocab, task.SeqLen())
@@ -64,7 +64,7 @@ func TestReverseLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, am, loss := trainSmall(t, "encoder", task, task.Vocab(), 2, 600, nil)
+	_, am, loss := trainSmall(t, ArchEncoder, task, task.Vocab(), 2, 600, nil)
 	met, err := TaskMetrics(am, task, datasets.Aligned, 500, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,36 @@
+package layers
+
+import (
+	"math"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+func init() {
+	RegisterKernel(contentForm(Cauchy{}, "log K = −log(1 + ‖q − k‖² / h²): heavy tails"))
+}
+
+// Cauchy is the heavy-tailed kernel, log K(q, k) = -log(1 + ‖q − k‖² / h²).
+type Cauchy struct{}
+
+// Name returns "cauchy".
+func (Cauchy) Name() string { return "cauchy" }
+
+// MarshalText returns the spec.
+func (k Cauchy) MarshalText() ([]byte, error) { return []byte(k.Name()), nil }
+
+// UnmarshalText parses a spec of this kernel.
+func (k *Cauchy) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
+
+// LogK returns -log(1 + ‖q − k‖² / h²). It panics if len(q) != len(k).
+func (Cauchy) LogK(q, k []float64, h float64) float64 {
+	return -math.Log1p(sqDist(q, k) / (h * h))
+}
+
+// Scores returns −log(1 + ‖q − k‖² / h²).
+func (Cauchy) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node {
+	if !checkQK(g, "cauchy", q, k) {
+		return nil
+	}
+	return g.Neg(g.Log(g.AddConst(h.divide(g, g.PairwiseDist(q, k, true), 2), 1)))
+}

@@ -1,0 +1,43 @@
+package layers
+
+import (
+	"math"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+func init() {
+	RegisterKernel(contentForm(Epanechnikov{}, "log K = log max(0, 1 − ‖q − k‖²/h²): compact support, exact zeros"))
+}
+
+// Epanechnikov is the compactly supported kernel,
+// log K(q, k) = log max(0, 1 − ‖q − k‖² / h²); it is -Inf for ‖q − k‖ >= h.
+type Epanechnikov struct{}
+
+// Name returns "epanechnikov".
+func (Epanechnikov) Name() string { return "epanechnikov" }
+
+// MarshalText returns the spec.
+func (k Epanechnikov) MarshalText() ([]byte, error) { return []byte(k.Name()), nil }
+
+// UnmarshalText parses a spec of this kernel.
+func (k *Epanechnikov) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
+
+// LogK returns log(1 − ‖q − k‖² / h²), or -Inf outside the support
+// ‖q − k‖ < h. It panics if len(q) != len(k).
+func (Epanechnikov) LogK(q, k []float64, h float64) float64 {
+	u := sqDist(q, k) / (h * h)
+	if u >= 1 {
+		return math.Inf(-1)
+	}
+	return math.Log1p(-u)
+}
+
+// Scores returns log max(0, 1 − ‖q − k‖² / h²): −Inf outside the support, where the
+// gradient is exactly 0.
+func (Epanechnikov) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node {
+	if !checkQK(g, "epanechnikov", q, k) {
+		return nil
+	}
+	return g.LogPositive(g.AddConst(g.Neg(h.divide(g, g.PairwiseDist(q, k, true), 2)), 1))
+}

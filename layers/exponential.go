@@ -1,0 +1,38 @@
+package layers
+
+import "github.com/locusml/locus/autodiff"
+
+func init() {
+	RegisterKernel(contentForm(Exponential{}, "log K = q·k / h; at h = √d_head standard attention"))
+}
+
+// Exponential is the dot-product kernel, log K(q, k) = q·k / h.
+// With h = sqrt(d_head) it is the softmax kernel of standard attention.
+type Exponential struct{}
+
+// Name returns "exponential".
+func (Exponential) Name() string { return "exponential" }
+
+// MarshalText returns the spec.
+func (k Exponential) MarshalText() ([]byte, error) { return []byte(k.Name()), nil }
+
+// UnmarshalText parses a spec of this kernel.
+func (k *Exponential) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
+
+// LogK returns q·k / h. It panics if len(q) != len(k).
+func (Exponential) LogK(q, k []float64, h float64) float64 {
+	checkLen(q, k)
+	var dot float64
+	for i, v := range q {
+		dot += v * k[i]
+	}
+	return dot / h
+}
+
+// Scores returns q·k / h (one batched matrix product).
+func (Exponential) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node {
+	if !checkQK(g, "exponential", q, k) {
+		return nil
+	}
+	return h.divide(g, g.BatchedMatMul(q, k, false, true), 1)
+}

@@ -1,0 +1,32 @@
+package layers
+
+import "github.com/locusml/locus/autodiff"
+
+func init() {
+	RegisterKernel(contentForm(Gaussian{}, "log K = −‖q − k‖² / (2h²), the RBF kernel"))
+}
+
+// Gaussian is the RBF kernel, log K(q, k) = -‖q − k‖² / (2h²).
+type Gaussian struct{}
+
+// Name returns "gaussian".
+func (Gaussian) Name() string { return "gaussian" }
+
+// MarshalText returns the spec.
+func (k Gaussian) MarshalText() ([]byte, error) { return []byte(k.Name()), nil }
+
+// UnmarshalText parses a spec of this kernel.
+func (k *Gaussian) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
+
+// LogK returns -‖q − k‖² / (2h²). It panics if len(q) != len(k).
+func (Gaussian) LogK(q, k []float64, h float64) float64 {
+	return -sqDist(q, k) / (2 * h * h)
+}
+
+// Scores returns −‖q − k‖² / (2h²), with the squared distances computed directly.
+func (Gaussian) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node {
+	if !checkQK(g, "gaussian", q, k) {
+		return nil
+	}
+	return h.divide(g, g.Scale(g.PairwiseDist(q, k, true), -0.5), 2)
+}
