@@ -4,11 +4,11 @@ import "github.com/locusml/locus/autodiff"
 
 func init() {
 	RegisterKernel(KernelForm{
-		Name: "causal", Doc: "box 1[s ≤ t]: a query sees no later key",
+		Name: "causal", Example: "exponential * causal", Doc: "box 1[s ≤ t]: a query sees no later key",
 		Parse: func([]SpecArg) (Term, error) { return Box{Causal: true}, nil },
 	})
 	RegisterKernel(KernelForm{
-		Name: "window", Syntax: "window(W)", MinArgs: 1, MaxArgs: 1,
+		Name: "window", Syntax: "window(W)", Example: "gaussian * window(16)", MinArgs: 1, MaxArgs: 1,
 		Doc: "box 1[|t − s| < W]: a sliding window of W keys each side",
 		Parse: func(args []SpecArg) (Term, error) {
 			w, err := args[0].Int("window width W", 1, maxSpecLength)

@@ -8,7 +8,7 @@ import (
 
 func init() {
 	RegisterKernel(KernelForm{
-		Name: "distance", Syntax: "distance(S)", MinArgs: 1, MaxArgs: 1,
+		Name: "distance", Syntax: "distance(S)", Example: "exponential * distance(0.1)", MinArgs: 1, MaxArgs: 1,
 		Doc: "log K = −S·|t − s|: a fixed penalty on distance (ALiBi-like)",
 		Parse: func(args []SpecArg) (Term, error) {
 			s, err := args[0].Float("slope S", 0, 1e6)

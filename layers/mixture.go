@@ -10,7 +10,7 @@ import (
 
 func init() {
 	RegisterKernel(KernelForm{
-		Name: "mixture", Syntax: "mixture(K1, K2, ...)", MinArgs: 1, MaxArgs: -1,
+		Name: "mixture", Syntax: "mixture(K1, K2, ...)", Example: "mixture(exponential, laplacian)", MinArgs: 1, MaxArgs: -1,
 		Doc: "log Σ_l softmax(a)_l K_l: content kernels with learned weights",
 		Parse: func(args []SpecArg) (Term, error) {
 			m := Mixture{Kernels: make([]ContentKernel, len(args))}

@@ -9,7 +9,7 @@ import (
 
 func init() {
 	RegisterKernel(KernelForm{
-		Name: "product", Syntax: "product(K1, K2, ...)", MinArgs: 2, MaxArgs: -1,
+		Name: "product", Syntax: "product(K1, K2, ...)", Example: "product(gaussian, window(16))", MinArgs: 2, MaxArgs: -1,
 		Doc: "K1·K2·…, the same as K1 * K2 * …: one content kernel and position kernels",
 		Parse: func(args []SpecArg) (Term, error) {
 			terms := make([]Term, len(args))

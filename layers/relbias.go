@@ -8,7 +8,7 @@ import (
 
 func init() {
 	RegisterKernel(KernelForm{
-		Name: "relbias", Syntax: "relbias(M)", MinArgs: 1, MaxArgs: 1,
+		Name: "relbias", Syntax: "relbias(M)", Example: "exponential * relbias(32)", MinArgs: 1, MaxArgs: 1,
 		Doc: "log K = b_head[clip(s − t, ±M)]: learned relative-position biases",
 		Parse: func(args []SpecArg) (Term, error) {
 			m, err := args[0].Int("max distance M", 1, maxSpecLength)

@@ -35,6 +35,9 @@ type KernelForm struct {
 	// Syntax shows the form with its arguments, e.g. "window(W)"; it equals Name for a
 	// form without arguments.
 	Syntax string
+	// Example is a complete spec using the form, e.g. "gaussian * window(16)"; it equals
+	// Name for a form without arguments. Tests round-trip every form's example.
+	Example string
 	// Doc says in a few words what the form is.
 	Doc string
 	// MinArgs and MaxArgs bound the number of arguments; MaxArgs < 0 means no bound.
@@ -61,6 +64,9 @@ func RegisterKernel(f KernelForm) {
 	}
 	if f.Syntax == "" {
 		f.Syntax = f.Name
+	}
+	if f.Example == "" {
+		f.Example = f.Name
 	}
 	forms[f.Name] = f
 }
