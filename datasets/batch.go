@@ -21,15 +21,35 @@ const (
 	Causal
 )
 
+var layoutNames = []string{"aligned", "causal"}
+
 // String returns "aligned" or "causal".
 func (l Layout) String() string {
-	switch l {
-	case Aligned:
-		return "aligned"
-	case Causal:
-		return "causal"
+	if l >= 0 && int(l) < len(layoutNames) {
+		return layoutNames[l]
 	}
 	return fmt.Sprintf("Layout(%d)", int(l))
+}
+
+// MarshalText returns the layout's name.
+func (l Layout) MarshalText() ([]byte, error) {
+	if l < 0 || int(l) >= len(layoutNames) {
+		return nil, fmt.Errorf("invalid layout %d", int(l))
+	}
+	return []byte(layoutNames[l]), nil
+}
+
+// UnmarshalText parses a layout's name; the empty text is Aligned.
+func (l *Layout) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*l = Aligned
+		return nil
+	}
+	if i := slices.Index(layoutNames, string(b)); i >= 0 {
+		*l = Layout(i)
+		return nil
+	}
+	return fmt.Errorf("unknown layout %q (valid: aligned, causal)", b)
 }
 
 // RowLen returns the length of a row of task t in layout l.

@@ -144,8 +144,13 @@ func checkRange(task, param string, v, lo, hi int) error {
 // registry maps task names to constructors; each task file registers itself.
 var registry = map[string]func(TaskConfig) (Task, error){}
 
-// register adds a task constructor under name.
-func register(name string, build func(TaskConfig) (Task, error)) {
+// RegisterTask makes a task available by name to TaskByName (and so to checkpoints and
+// the command line); user code registers its own tasks from init. It panics on an empty
+// name, a nil constructor, a name registered twice or one starting with "denoise-".
+func RegisterTask(name string, build func(TaskConfig) (Task, error)) {
+	if name == "" || build == nil || strings.HasPrefix(name, "denoise-") {
+		panic(fmt.Sprintf("datasets: RegisterTask(%q): empty or reserved name, or nil constructor", name))
+	}
 	if _, dup := registry[name]; dup {
 		panic("datasets: task registered twice: " + name)
 	}

@@ -17,7 +17,7 @@ import (
 // the slots in place; the Causal layout appends the same digits after the
 // blanks.
 
-func init() { register("addition", newAdditionTask) }
+func init() { RegisterTask("addition", newAdditionTask) }
 
 type additionTask struct {
 	base, digits int

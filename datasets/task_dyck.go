@@ -16,8 +16,8 @@ import (
 // swaps keep the bracket counts, so counting alone does not solve the task.
 
 func init() {
-	register("dyck1", func(cfg TaskConfig) (Task, error) { return newDyckTask("dyck1", 1, cfg) })
-	register("dyck2", func(cfg TaskConfig) (Task, error) { return newDyckTask("dyck2", 2, cfg) })
+	RegisterTask("dyck1", func(cfg TaskConfig) (Task, error) { return newDyckTask("dyck1", 1, cfg) })
+	RegisterTask("dyck2", func(cfg TaskConfig) (Task, error) { return newDyckTask("dyck2", 2, cfg) })
 }
 
 type dyckTask struct {

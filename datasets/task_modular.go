@@ -10,7 +10,7 @@ import (
 // [a, op, b, =] (SeqLen 4) and the answer is scored at the last position.
 // Defaults: Modulus 97, Op "+". Vocab, if set, is an alias of Modulus.
 
-func init() { register("modular", newModularTask) }
+func init() { RegisterTask("modular", newModularTask) }
 
 type modularTask struct {
 	p  int

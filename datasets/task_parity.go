@@ -10,7 +10,7 @@ import (
 // other position is IgnoreIndex. The Causal layout is the same as the aligned
 // one.
 
-func init() { register("parity", newParityTask) }
+func init() { RegisterTask("parity", newParityTask) }
 
 type parityTask struct{ seqLen int }
 

@@ -15,7 +15,7 @@ import (
 // targets at the query positions hold the values (IgnoreIndex elsewhere).
 // Defaults: Pairs 8, Queries 1, Vocab 16.
 
-func init() { register("recall", newRecallTask) }
+func init() { RegisterTask("recall", newRecallTask) }
 
 type recallTask struct{ pairs, queries, vocab int }
 

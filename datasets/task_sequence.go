@@ -11,15 +11,15 @@ import (
 // ascending order. Defaults: SeqLen 16, Vocab 10 (the reference reverse task).
 
 func init() {
-	register("copy", func(cfg TaskConfig) (Task, error) { return newSequenceTask("copy", cfg, slices.Clone) })
-	register("reverse", func(cfg TaskConfig) (Task, error) {
+	RegisterTask("copy", func(cfg TaskConfig) (Task, error) { return newSequenceTask("copy", cfg, slices.Clone) })
+	RegisterTask("reverse", func(cfg TaskConfig) (Task, error) {
 		return newSequenceTask("reverse", cfg, func(x []int) []int {
 			y := slices.Clone(x)
 			slices.Reverse(y)
 			return y
 		})
 	})
-	register("sort", func(cfg TaskConfig) (Task, error) {
+	RegisterTask("sort", func(cfg TaskConfig) (Task, error) {
 		return newSequenceTask("sort", cfg, func(x []int) []int {
 			y := slices.Clone(x)
 			slices.Sort(y)

@@ -50,10 +50,15 @@ type Checkpoint struct {
 	Params map[string]*tensor.Dense
 	// Optimizer is the optimizer's State, or nil.
 	Optimizer map[string]*tensor.Dense
+	// Family names the model family (RegisterFamily) that ModelConfig configures, so
+	// that Load can rebuild the model; empty for checkpoints of unregistered models.
+	Family string
 	// ModelConfig and DataConfig are the JSON of the configurations needed to rebuild
-	// the model and its data (the vocabulary, for instance), or nil.
+	// the model and its data (the vocabulary, for instance), or nil. TrainConfig holds
+	// the training settings (learning rate, steps, ...) of the run, or nil.
 	ModelConfig json.RawMessage
 	DataConfig  json.RawMessage
+	TrainConfig json.RawMessage
 	// RNG is the model's dropout generator state (autodiff.Model.RNGState).
 	RNG []byte
 	// DataState is the data's position (Data.State).
@@ -91,8 +96,10 @@ type LoopState struct {
 type checkpointJSON struct {
 	Versions    Versions            `json:"versions"`
 	Step        int                 `json:"step"`
+	Family      string              `json:"model_family,omitempty"`
 	ModelConfig json.RawMessage     `json:"model_config,omitempty"`
 	DataConfig  json.RawMessage     `json:"data_config,omitempty"`
+	TrainConfig json.RawMessage     `json:"train_config,omitempty"`
 	RNG         []byte              `json:"rng,omitempty"`
 	DataState   json.RawMessage     `json:"data_state,omitempty"`
 	Files       map[string]fileInfo `json:"files"`
@@ -170,15 +177,17 @@ func saveCheckpoint(dir string, ck *Checkpoint) error {
 	meta := checkpointJSON{
 		Versions:    Versions{Format: FormatVersion, Locus: LocusVersion, Go: runtime.Version()},
 		Step:        ck.Step,
+		Family:      ck.Family,
 		ModelConfig: ck.ModelConfig,
 		DataConfig:  ck.DataConfig,
+		TrainConfig: ck.TrainConfig,
 		RNG:         ck.RNG,
 		DataState:   ck.DataState,
 		Files:       map[string]fileInfo{},
 		Loop:        ck.Loop,
 		History:     ck.History,
 	}
-	for _, raw := range []json.RawMessage{ck.ModelConfig, ck.DataConfig, ck.DataState} {
+	for _, raw := range []json.RawMessage{ck.ModelConfig, ck.DataConfig, ck.TrainConfig, ck.DataState} {
 		if len(raw) > 0 && !json.Valid(raw) {
 			return fmt.Errorf("invalid JSON in configuration or data state: %.80s", raw)
 		}
@@ -247,8 +256,10 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 	}
 	ck := &Checkpoint{
 		Step:        meta.Step,
+		Family:      meta.Family,
 		ModelConfig: meta.ModelConfig,
 		DataConfig:  meta.DataConfig,
+		TrainConfig: meta.TrainConfig,
 		RNG:         meta.RNG,
 		DataState:   meta.DataState,
 		History:     meta.History,

@@ -136,8 +136,12 @@ type Loop struct {
 	// ItemsName names Batch.Items in the progress output, e.g. "tokens" or "samples";
 	// empty: "items".
 	ItemsName string
-	// ModelConfig and DataConfig are saved, as JSON, with every checkpoint.
-	ModelConfig, DataConfig any
+	// Family names the model's family (RegisterFamily), saved with every checkpoint so
+	// that Load can rebuild the model from ModelConfig.
+	Family string
+	// ModelConfig, DataConfig and TrainConfig (the run's training settings) are saved,
+	// as JSON, with every checkpoint.
+	ModelConfig, DataConfig, TrainConfig any
 	// Hooks run after steps and at the end; see Hook.
 	Hooks []Hook
 	// Out receives progress: a progress bar when it is a terminal, else one line per
@@ -154,6 +158,7 @@ type Loop struct {
 	lastCheckpoint string
 	modelConfig    json.RawMessage
 	dataConfig     json.RawMessage
+	trainConfig    json.RawMessage
 	out            printer
 	forceBar       bool // tests: draw the bar even when Out is not a terminal
 
@@ -266,6 +271,9 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	}
 	var err error
 	if l.modelConfig, err = marshalConfig("ModelConfig", l.ModelConfig); err != nil {
+		return nil, err
+	}
+	if l.trainConfig, err = marshalConfig("TrainConfig", l.TrainConfig); err != nil {
 		return nil, err
 	}
 	if l.dataConfig, err = marshalConfig("DataConfig", l.DataConfig); err != nil {
@@ -536,8 +544,10 @@ func (l *Loop) snapshot() (*Checkpoint, error) {
 		Step:        l.step,
 		Params:      ParamTensors(l.Model.Params()),
 		Optimizer:   l.Optimizer.State(),
+		Family:      l.Family,
 		ModelConfig: l.modelConfig,
 		DataConfig:  l.dataConfig,
+		TrainConfig: l.trainConfig,
 		RNG:         rng,
 		DataState:   ds,
 		History:     slices.Clone(l.history),

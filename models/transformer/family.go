@@ -1,0 +1,202 @@
+package transformer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/train"
+)
+
+// Family is the name under which checkpoints of Transformers are rebuilt (train.Load).
+const Family = "transformer"
+
+func init() {
+	train.RegisterFamily(Family, func(raw json.RawMessage, ps *autodiff.Params) (train.Model, error) {
+		cfg, err := ParseConfig(raw)
+		if err != nil {
+			return nil, err
+		}
+		return New(cfg, ps)
+	})
+}
+
+// ParseConfig reads a Config from its JSON, refusing unknown fields, and validates it.
+func ParseConfig(raw json.RawMessage) (Config, error) {
+	var cfg Config
+	if err := decodeStrict(raw, &cfg); err != nil {
+		return Config{}, fmt.Errorf("transformer config: %w", err)
+	}
+	return cfg, cfg.Validate()
+}
+
+func decodeStrict(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// CharLM is the DataConfig.Task of a character language model over a text corpus.
+const CharLM = "charlm"
+
+// Size limits of DataConfig.Validate.
+const (
+	MaxBatch    = 1 << 16
+	MaxCorpus   = 1 << 30
+)
+
+// DataConfig describes the data a Transformer is trained and evaluated on, saved with its
+// checkpoints: a toy task (any task registered with datasets.RegisterTask, user tasks
+// included) or a character corpus (Task CharLM).
+type DataConfig struct {
+	Task       string              `json:"task"`
+	TaskConfig datasets.TaskConfig `json:"task_config"`
+	Layout     datasets.Layout     `json:"layout"`              // toy tasks: aligned (encoder, encdec) or causal (lm)
+	Corpus     string              `json:"corpus,omitempty"`    // charlm: the text file or folder; "" is the Go source
+	MaxBytes   int64               `json:"max_bytes,omitempty"` // charlm: read at most this much text
+	Vocab      string              `json:"vocab,omitempty"`     // charlm: the vocabulary, filled in by Open
+	SeqLen     int                 `json:"seq_len"`             // charlm: the window length
+	Batch      int                 `json:"batch"`
+	Seed       uint64              `json:"seed"`
+}
+
+// Validate reports the first invalid field.
+func (d DataConfig) Validate() error {
+	switch {
+	case d.Task == "":
+		return fmt.Errorf("data config: no task")
+	case d.Batch <= 0 || d.Batch > MaxBatch:
+		return fmt.Errorf("data config: batch %d, want 1 to %d", d.Batch, MaxBatch)
+	case d.Task == CharLM && (d.SeqLen <= 0 || d.SeqLen > MaxLen):
+		return fmt.Errorf("data config: seq_len %d, want 1 to %d", d.SeqLen, MaxLen)
+	case d.MaxBytes < 0 || d.MaxBytes > MaxCorpus:
+		return fmt.Errorf("data config: max_bytes %d, want 0 to %d", d.MaxBytes, MaxCorpus)
+	}
+	return nil
+}
+
+// Data is an opened DataConfig: the task, or the corpus.
+type Data struct {
+	Config DataConfig
+	Task   datasets.Task    // nil for a corpus
+	Corpus *datasets.Corpus // nil for a toy task
+}
+
+// Open builds the task or reads the corpus of d; for a new corpus it records the
+// vocabulary in the returned Data's Config.
+func (d DataConfig) Open() (*Data, error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	out := &Data{Config: d}
+	if d.Task != CharLM {
+		t, err := datasets.TaskByName(d.Task, d.TaskConfig)
+		if err != nil {
+			return nil, err
+		}
+		out.Task = t
+		return out, nil
+	}
+	cfg := datasets.CorpusConfig{MaxBytes: d.MaxBytes}
+	if d.Vocab != "" {
+		v, err := datasets.VocabFromString(d.Vocab)
+		if err != nil {
+			return nil, fmt.Errorf("data config: vocabulary: %w", err)
+		}
+		cfg.Vocab = v
+	}
+	var err error
+	if d.Corpus == "" {
+		out.Corpus, err = datasets.GoSourceCorpus(cfg)
+	} else {
+		out.Corpus, err = datasets.LoadCorpus(d.Corpus, cfg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out.Config.Vocab = out.Corpus.Vocab.String()
+	return out, nil
+}
+
+// Vocab returns the number of symbols of the data (for an encdec model the decoder's
+// start token comes on top).
+func (d *Data) Vocab() int {
+	if d.Corpus != nil {
+		return d.Corpus.Vocab.Size()
+	}
+	return d.Task.Vocab()
+}
+
+// SeqLen returns the length of a model input row.
+func (d *Data) SeqLen() int {
+	if d.Corpus != nil {
+		return d.Config.SeqLen
+	}
+	return d.Config.Layout.RowLen(d.Task)
+}
+
+// ModelVocab returns the vocabulary size a model of arch needs for this data.
+func (d *Data) ModelVocab(arch Arch) int {
+	if arch == ArchEncDec {
+		return d.Vocab() + 1 // the decoder's start token
+	}
+	return d.Vocab()
+}
+
+// Check reports whether a model with configuration cfg fits the data.
+func (d *Data) Check(cfg Config) error {
+	if want := d.ModelVocab(cfg.Arch); cfg.Vocab != want {
+		return fmt.Errorf("model vocab %d does not match the data's %d (task %s)", cfg.Vocab, want, d.Config.Task)
+	}
+	if d.SeqLen() > cfg.MaxLen {
+		return fmt.Errorf("data rows of %d tokens exceed the model's max_len %d", d.SeqLen(), cfg.MaxLen)
+	}
+	if d.Corpus != nil && cfg.Arch != ArchLM {
+		return fmt.Errorf("a text corpus needs arch lm, not %s", cfg.Arch)
+	}
+	if d.Task != nil && (cfg.Arch == ArchLM) != (d.Config.Layout == datasets.Causal) {
+		return fmt.Errorf("arch %s with layout %s: lm goes with causal, encoder and encdec with aligned", cfg.Arch, d.Config.Layout)
+	}
+	return nil
+}
+
+// Train returns the training batches for a model of arch, batch Config.Batch, drawn
+// from seed.
+func (d *Data) Train(arch Arch, seed uint64) (train.Data, error) {
+	var stream *datasets.Stream
+	var err error
+	if d.Corpus != nil {
+		stream, err = datasets.NewCorpusStream(d.Corpus, datasets.Train, d.Config.Batch, d.Config.SeqLen, seed)
+	} else {
+		stream, err = datasets.NewTaskStream(d.Task, d.Config.Layout, d.Config.Batch, seed)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if arch == ArchEncDec {
+		return &EncDecData{Stream: stream, BOS: d.Task.Vocab()}, nil
+	}
+	return &StreamData{Stream: stream, Tokens: d.Corpus != nil}, nil
+}
+
+// ItemsName names what Train's batches count: tokens for a corpus, samples for a task.
+func (d *Data) ItemsName() string {
+	if d.Corpus != nil {
+		return "tokens"
+	}
+	return "samples"
+}
+
+// Metrics evaluates the model run by m (of arch) on n fresh validation examples
+// (windows of a corpus) drawn with seed.
+func (d *Data) Metrics(m *autodiff.Model, arch Arch, n int, seed uint64) (train.Metrics, error) {
+	switch {
+	case d.Corpus != nil:
+		return CorpusMetrics(m, d.Corpus, max(1, n/d.Config.Batch), d.Config.Batch, d.Config.SeqLen, seed)
+	case arch == ArchEncDec:
+		return EncDecTaskMetrics(m, d.Task, d.Task.Vocab(), n, seed)
+	}
+	return TaskMetrics(m, d.Task, d.Config.Layout, n, seed)
+}

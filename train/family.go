@@ -1,0 +1,107 @@
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+// Model is a trainable model as a checkpoint rebuilds it: its graph over the parameters
+// it created.
+type Model interface {
+	Builder() autodiff.Builder
+}
+
+// BuildFunc creates a model of one family from its saved configuration (the JSON of
+// Checkpoint.ModelConfig), its parameters in ps.
+type BuildFunc func(config json.RawMessage, ps *autodiff.Params) (Model, error)
+
+var (
+	familiesMu sync.RWMutex
+	families   = map[string]BuildFunc{}
+)
+
+// RegisterFamily makes a model family loadable by name: a checkpoint written by a Loop
+// whose Family is name is rebuilt by build. The package that defines a model registers
+// it from init (models/transformer as "transformer", models/dae as "dae"); user code may
+// add its own. It panics on an empty name, a nil build or a name registered twice.
+func RegisterFamily(name string, build BuildFunc) {
+	familiesMu.Lock()
+	defer familiesMu.Unlock()
+	if name == "" || build == nil {
+		panic("train: RegisterFamily: empty name or nil build")
+	}
+	if _, dup := families[name]; dup {
+		panic("train: RegisterFamily: " + name + " registered twice")
+	}
+	families[name] = build
+}
+
+// Families returns the registered family names, sorted.
+func Families() []string {
+	familiesMu.RLock()
+	defer familiesMu.RUnlock()
+	names := make([]string, 0, len(families))
+	for n := range families {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Loaded is a model rebuilt from a checkpoint, its weights restored.
+type Loaded struct {
+	Checkpoint *Checkpoint
+	Family     string
+	Model      Model
+	Params     *autodiff.Params
+}
+
+// Load reads the checkpoint at path (a run or checkpoint directory, as for
+// LoadCheckpoint), rebuilds its model with the registered family, and copies the saved
+// weights into fresh parameters of the given dtype.
+func Load(path string, dtype autodiff.Dtype) (*Loaded, error) {
+	ck, err := LoadCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	m, ps, err := ck.Build(dtype)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Checkpoint: ck, Family: ck.Family, Model: m, Params: ps}, nil
+}
+
+// Build rebuilds the checkpoint's model with its registered family, with fresh
+// parameters of the given dtype holding the checkpoint's weights.
+func (ck *Checkpoint) Build(dtype autodiff.Dtype) (Model, *autodiff.Params, error) {
+	familiesMu.RLock()
+	build, ok := families[ck.Family]
+	familiesMu.RUnlock()
+	file := ck.file(MetaFile)
+	if !ok {
+		if ck.Family == "" {
+			return nil, nil, fmt.Errorf("load checkpoint %s: no model family recorded (written without Loop.Family): cannot rebuild the model", file)
+		}
+		return nil, nil, fmt.Errorf("load checkpoint %s: unknown model family %q (registered: %s)", file, ck.Family, strings.Join(Families(), ", "))
+	}
+	if len(ck.ModelConfig) == 0 {
+		return nil, nil, fmt.Errorf("load checkpoint %s: no model configuration", file)
+	}
+	ps, err := autodiff.NewParams(dtype, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := build(ck.ModelConfig, ps)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load checkpoint %s: model_config: %w", file, err)
+	}
+	if err := ck.ApplyParams(ps); err != nil {
+		return nil, nil, err
+	}
+	return m, ps, nil
+}
