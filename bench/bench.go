@@ -20,7 +20,9 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/optim"
 )
@@ -69,7 +71,7 @@ func newCharLM(seed uint64, n int) (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := transformer.New(transformer.DefaultConfig("lm", V, T), ps)
+	m, err := transformer.New(transformer.DefaultConfig(transformer.ArchLM, V, T), ps)
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +105,13 @@ func newCharLM(seed uint64, n int) (*Workload, error) {
 	}, nil
 }
 
+// trainStep returns a timed train step as train.Loop runs one: zero the gradients,
+// forward and backward (Model.ForwardBackward), optimizer step.
 func trainStep(model *autodiff.Model, opt optim.Optimizer, ps *autodiff.Params, batches []map[string]*tensor.Dense) func(int) (float64, time.Duration, error) {
-	mode := autodiff.RunMode{Train: true, Backward: true}
 	return func(i int) (float64, time.Duration, error) {
 		t0 := time.Now()
 		ps.ZeroGrad()
-		res, err := model.Run(batches[i], mode)
+		res, err := model.ForwardBackward(batches[i])
 		if err != nil {
 			return 0, 0, err
 		}
@@ -163,63 +166,62 @@ func newAttn(seed uint64, n int) (*Workload, error) {
 	}, nil
 }
 
-// newDAE builds the MLP 784-256-64-256-784 (ReLU on the hidden layers, sigmoid output,
-// MSE, Adam 1e-3) from the same autodiff ops as models/dae: x·W with W [in, out], AddBias,
-// ReLU, Sigmoid, MSE; PyTorch's default nn.Linear initialisation.
+// newDAE times models/dae's reference MLP (dae.DefaultConfig: 784-256-64-256-784, ReLU
+// hidden layers, sigmoid output, MSE, Gaussian noise σ = 0.3, PyTorch's nn.Linear
+// initialisation) trained with Adam 1e-3 on batches of 128 from dae.NewData, the
+// train.Data the DAE trains on. The images are the first batches of the shuffled MNIST
+// training set when the GoMNIST module is cached, else U[0,1) images, as the peer script.
 func newDAE(seed uint64, n int) (*Workload, error) {
-	const B, sigma = 128, 0.3
-	widths := []int{784, 256, 64, 256, 784}
+	const B = 128
 	ps, err := autodiff.NewParams(autodiff.Float32, seed)
 	if err != nil {
 		return nil, err
 	}
-	type lin struct{ w, b *autodiff.Param }
-	var ls []lin
-	for i := 0; i+1 < len(widths); i++ {
-		s := ps.Root().Subf("fc%d", i)
-		w, err := s.New("weight", []int{widths[i], widths[i+1]}, autodiff.TorchLinear(widths[i]))
-		if err != nil {
-			return nil, err
-		}
-		b, err := s.New("bias", []int{widths[i+1]}, autodiff.TorchLinear(widths[i]))
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, lin{w, b})
+	cfg := dae.DefaultConfig()
+	m, err := dae.New(cfg, ps)
+	if err != nil {
+		return nil, err
 	}
-	model := autodiff.NewModel(ps, func(g *autodiff.Graph) (autodiff.Outputs, error) {
-		x := g.Input("noisy")
-		for i, l := range ls {
-			x = g.AddBias(g.MatMul(x, g.Param(l.w)), g.Param(l.b))
-			if i+1 < len(ls) {
-				x = g.ReLU(x)
-			}
-		}
-		return autodiff.Outputs{Loss: g.MSE(g.Sigmoid(x), g.Input("clean"))}, g.Err()
-	}, seed)
 	opt, err := newAdam(ps, 1e-3)
 	if err != nil {
 		return nil, err
 	}
-	rng := rand.New(rand.NewPCG(seed+1, 0))
+	images, source := daeImages(seed+1, n*B)
+	data, err := dae.NewData(m, images, B, seed+1)
+	if err != nil {
+		return nil, err
+	}
 	batches := make([]map[string]*tensor.Dense, n)
 	for i := range batches {
-		clean := make([]float32, B*784)
-		noisy := make([]float32, B*784)
-		for j := range clean {
-			clean[j] = rng.Float32()
-			noisy[j] = clean[j] + float32(sigma*rng.NormFloat64())
+		b, err := data.Next()
+		if err != nil {
+			return nil, err
 		}
-		batches[i] = map[string]*tensor.Dense{
-			"noisy": tensor.New(tensor.WithShape(B, 784), tensor.WithBacking(noisy)),
-			"clean": tensor.New(tensor.WithShape(B, 784), tensor.WithBacking(clean)),
-		}
+		batches[i] = b.Inputs
 	}
+	widths := append(append([]int{cfg.In}, cfg.Hidden...), cfg.In)
 	return &Workload{
 		Name: "dae", Params: ps, Units: "samples", PerStep: B,
-		Config: map[string]any{"layers": widths, "noise_sigma": sigma, "batch": B, "lr": 1e-3, "images": "U[0,1)"},
-		Step:   trainStep(model, opt, ps, batches),
+		Config: map[string]any{"model": "models/dae " + cfg.String(), "layers": widths, "noise_sigma": cfg.Sigma,
+			"batch": B, "lr": 1e-3, "images": source},
+		Step: trainStep(m.Net(), opt, ps, batches),
 	}, nil
+}
+
+// daeImages returns the MNIST training images, or n U[0,1) images drawn from seed when
+// MNIST is not found, and which of the two it is.
+func daeImages(seed uint64, n int) (*datasets.Images, string) {
+	if dir, err := datasets.DefaultMNISTDir(); err == nil {
+		if mnist, err := datasets.LoadMNIST(dir); err == nil {
+			return mnist.Train, "MNIST"
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	px := make([]float32, n*784)
+	for i := range px {
+		px[i] = rng.Float32()
+	}
+	return &datasets.Images{Pixels: px, Labels: make([]int, n), N: n, Rows: 28, Cols: 28}, "U[0,1)"
 }
 
 // Stats summarises step times in milliseconds; percentiles are type 7 (numpy's default
