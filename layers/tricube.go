@@ -1,0 +1,47 @@
+package layers
+
+import (
+	"math"
+
+	"github.com/locusml/locus/autodiff"
+)
+
+func init() {
+	RegisterKernel(contentForm(Tricube{}, "log K = 3·log(1 − (‖q − k‖/h)³): compact support, smooth edge (LOESS)"))
+}
+
+// Tricube is the compactly supported kernel of LOESS, K(q, k) = (1 − u³)³ for
+// u = ‖q − k‖ / h: log K(q, k) = 3·log(1 − u³), which is -Inf for u >= 1. Unlike
+// Epanechnikov's, its weight falls to 0 smoothly (K and its first two derivatives vanish
+// at u = 1), and it is flatter near u = 0.
+type Tricube struct{}
+
+// Name returns "tricube".
+func (Tricube) Name() string { return "tricube" }
+
+// MarshalText returns the spec.
+func (k Tricube) MarshalText() ([]byte, error) { return []byte(k.Name()), nil }
+
+// UnmarshalText parses a spec of this kernel.
+func (k *Tricube) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
+
+// LogK returns 3·log(1 − u³) for u = ‖q − k‖ / h, or -Inf outside the support u < 1.
+// It panics if len(q) != len(k).
+func (Tricube) LogK(q, k []float64, h float64) float64 {
+	u := math.Sqrt(sqDist(q, k)) / h
+	if u >= 1 {
+		return math.Inf(-1)
+	}
+	return 3 * math.Log1p(-u*u*u)
+}
+
+// Scores returns 3·log max(0, 1 − (‖q − k‖ / h)³): −Inf outside the support, where the
+// gradient is exactly 0, as it is at q = k.
+func (Tricube) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node {
+	if !checkQK(g, "tricube", q, k) {
+		return nil
+	}
+	u := h.divide(g, g.PairwiseDist(q, k, false), 1)
+	cube := g.Mul(g.Mul(u, u), u)
+	return g.Scale(g.LogPositive(g.AddConst(g.Neg(cube), 1)), 3)
+}
