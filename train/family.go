@@ -1,6 +1,7 @@
 package train
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -53,6 +54,14 @@ func Families() []string {
 	return names
 }
 
+// DecodeConfig reads a saved configuration into v, refusing fields v does not have, so
+// that a misspelt key in a hand-edited checkpoint is an error, not a silent default.
+func DecodeConfig(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
 // Loaded is a model rebuilt from a checkpoint, its weights restored.
 type Loaded struct {
 	Checkpoint *Checkpoint
@@ -76,29 +85,37 @@ func Load(path string, dtype autodiff.Dtype) (*Loaded, error) {
 	return &Loaded{Checkpoint: ck, Family: ck.Family, Model: m, Params: ps}, nil
 }
 
+// BuildModel creates a model of the registered family from its configuration (JSON),
+// its parameters in ps.
+func BuildModel(family string, config json.RawMessage, ps *autodiff.Params) (Model, error) {
+	familiesMu.RLock()
+	build, ok := families[family]
+	familiesMu.RUnlock()
+	switch {
+	case !ok && family == "":
+		return nil, fmt.Errorf("no model family recorded (written without Loop.Family): cannot rebuild the model")
+	case !ok:
+		return nil, fmt.Errorf("unknown model family %q (registered: %s)", family, strings.Join(Families(), ", "))
+	case len(config) == 0:
+		return nil, fmt.Errorf("no model configuration")
+	}
+	m, err := build(config, ps)
+	if err != nil {
+		return nil, fmt.Errorf("model_config: %w", err)
+	}
+	return m, nil
+}
+
 // Build rebuilds the checkpoint's model with its registered family, with fresh
 // parameters of the given dtype holding the checkpoint's weights.
 func (ck *Checkpoint) Build(dtype autodiff.Dtype) (Model, *autodiff.Params, error) {
-	familiesMu.RLock()
-	build, ok := families[ck.Family]
-	familiesMu.RUnlock()
-	file := ck.file(MetaFile)
-	if !ok {
-		if ck.Family == "" {
-			return nil, nil, fmt.Errorf("load checkpoint %s: no model family recorded (written without Loop.Family): cannot rebuild the model", file)
-		}
-		return nil, nil, fmt.Errorf("load checkpoint %s: unknown model family %q (registered: %s)", file, ck.Family, strings.Join(Families(), ", "))
-	}
-	if len(ck.ModelConfig) == 0 {
-		return nil, nil, fmt.Errorf("load checkpoint %s: no model configuration", file)
-	}
 	ps, err := autodiff.NewParams(dtype, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	m, err := build(ck.ModelConfig, ps)
+	m, err := BuildModel(ck.Family, ck.ModelConfig, ps)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load checkpoint %s: model_config: %w", file, err)
+		return nil, nil, fmt.Errorf("load checkpoint %s: %w", ck.file(MetaFile), err)
 	}
 	if err := ck.ApplyParams(ps); err != nil {
 		return nil, nil, err

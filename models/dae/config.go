@@ -2,6 +2,7 @@ package dae
 
 import (
 	"fmt"
+	"github.com/locusml/locus/layers"
 	"strings"
 )
 
@@ -9,12 +10,6 @@ import (
 const (
 	KindMLP       = "dae"  // the MLP denoising autoencoder
 	KindLocalized = "ldae" // the localized DAE: local means over learned prototypes
-)
-
-// Kernels accepted by Config.Kernel for the localized DAE.
-const (
-	KernelGaussian    = "gaussian"    // log K(q, k) = −‖q − k‖² / (2h²)
-	KernelExponential = "exponential" // log K(q, k) = q·k / h
 )
 
 // Config describes a denoising autoencoder. Start from DefaultConfig or
@@ -50,8 +45,9 @@ type Config struct {
 	// Width is the width of the code: the encoder's output, each level's attention and
 	// pointwise map; a multiple of Heads.
 	Width int `json:"width,omitempty"`
-	// Kernel is KernelGaussian or KernelExponential.
-	Kernel string `json:"kernel,omitempty"`
+	// Kernel is the kernel of every level's attention over its prototypes: any spec of
+	// the layers kernel language (gaussian by default).
+	Kernel *layers.KernelSpec `json:"kernel,omitempty"`
 	// InitBandwidth is the initial bandwidth h of every head.
 	InitBandwidth float64 `json:"init_bandwidth,omitempty"`
 	// MinBandwidth is the floor h_min of the learned bandwidth.
@@ -76,7 +72,7 @@ func DefaultLocalizedConfig() Config {
 	return Config{
 		Kind: KindLocalized, In: 784,
 		Levels: 2, Prototypes: 128, Heads: 4, Width: 256,
-		Kernel: KernelGaussian, InitBandwidth: 2, MinBandwidth: 0.05,
+		Kernel: &layers.KernelSpec{Kernel: layers.Gaussian{}}, InitBandwidth: 2, MinBandwidth: 0.05,
 		Noise: NoiseGaussian, Sigma: 0.3,
 	}
 }
@@ -107,8 +103,8 @@ func (c Config) Validate() error {
 		if c.Width%c.Heads != 0 {
 			return fmt.Errorf("dae config: Width=%d is not a multiple of Heads=%d", c.Width, c.Heads)
 		}
-		if c.Kernel != KernelGaussian && c.Kernel != KernelExponential {
-			return fmt.Errorf("dae config: unknown kernel %q (valid: %s, %s)", c.Kernel, KernelGaussian, KernelExponential)
+		if c.Kernel == nil {
+			return fmt.Errorf("dae config: the localized DAE needs a kernel")
 		}
 		if c.MinBandwidth < 0 || c.InitBandwidth <= c.MinBandwidth {
 			return fmt.Errorf("dae config: need 0 <= MinBandwidth (%g) < InitBandwidth (%g)", c.MinBandwidth, c.InitBandwidth)

@@ -3,6 +3,7 @@ package dae
 import (
 	"context"
 	"fmt"
+	"github.com/locusml/locus/layers"
 	"image/png"
 	"math"
 	"math/rand/v2"
@@ -59,10 +60,11 @@ func TestGradientsMLP(t *testing.T) {
 }
 
 func TestGradientsLocalized(t *testing.T) {
-	for _, kernel := range []string{KernelGaussian, KernelExponential} {
+	for _, kernel := range []string{"gaussian", "exponential", "mixture(cauchy, laplacian)", "epanechnikov * relbias(2)"} {
 		t.Run(kernel, func(t *testing.T) {
+			spec := layers.MustParseKernelSpec(kernel)
 			checkBuilder(t, Config{Kind: KindLocalized, In: 6, Levels: 2, Prototypes: 5, Heads: 2, Width: 4,
-				Kernel: kernel, InitBandwidth: 0.7, MinBandwidth: 0.05, Noise: NoiseGaussian, Sigma: 0.3}, 3)
+				Kernel: &spec, InitBandwidth: 0.7, MinBandwidth: 0.05, Noise: NoiseGaussian, Sigma: 0.3}, 3)
 		})
 	}
 }
@@ -122,7 +124,7 @@ func TestConfigValidate(t *testing.T) {
 		func() Config { c := DefaultConfig(); c.Noise = "gauss"; return c }(),
 		func() Config { c := DefaultConfig(); c.Hidden = nil; return c }(),
 		func() Config { c := DefaultLocalizedConfig(); c.Width = 6; return c }(),
-		func() Config { c := DefaultLocalizedConfig(); c.Kernel = "rbf"; return c }(),
+		func() Config { c := DefaultLocalizedConfig(); c.Kernel = nil; return c }(),
 		func() Config { c := DefaultLocalizedConfig(); c.MinBandwidth = 2; return c }(),
 		func() Config { c := DefaultConfig(); c.Noise, c.Sigma = NoiseMask, 1.5; return c }(),
 	}
@@ -418,7 +420,7 @@ func localizedDirect(ps *autodiff.Params, cfg Config, x []float64) []float64 {
 					d2 += (q[j] - keys[p][j]) * (q[j] - keys[p][j])
 					dot += q[j] * keys[p][j]
 				}
-				if cfg.Kernel == KernelGaussian {
+				if cfg.Kernel.String() == "gaussian" {
 					s[p] = -d2 / (2 * bw * bw)
 				} else {
 					s[p] = dot / bw
@@ -448,9 +450,10 @@ func localizedDirect(ps *autodiff.Params, cfg Config, x []float64) []float64 {
 }
 
 func TestLocalizedForward(t *testing.T) {
-	for _, kernel := range []string{KernelGaussian, KernelExponential} {
+	for _, kernel := range []string{"gaussian", "exponential"} {
+		spec := layers.MustParseKernelSpec(kernel)
 		cfg := Config{Kind: KindLocalized, In: 5, Levels: 2, Prototypes: 4, Heads: 2, Width: 6,
-			Kernel: kernel, InitBandwidth: 0.5, MinBandwidth: 0.1, Noise: NoiseGaussian, Sigma: 0.3}
+			Kernel: &spec, InitBandwidth: 0.5, MinBandwidth: 0.1, Noise: NoiseGaussian, Sigma: 0.3}
 		ps, _ := autodiff.NewParams(autodiff.Float64, 8)
 		m, err := New(cfg, ps)
 		if err != nil {

@@ -100,10 +100,7 @@ func (m *Model) newLocalized() error {
 	if m.enc, err = newLinear(m.ps.Root().Sub("enc"), c.In, c.Width); err != nil {
 		return err
 	}
-	kernel := layers.ContentKernel(layers.Gaussian{})
-	if c.Kernel == KernelExponential {
-		kernel = layers.Exponential{}
-	}
+	kernel := c.Kernel.Value()
 	for l := range c.Levels {
 		s := m.ps.Root().Subf("level.%d", l)
 		var lv level

@@ -1,7 +1,6 @@
 package transformer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -26,16 +25,10 @@ func init() {
 // ParseConfig reads a Config from its JSON, refusing unknown fields, and validates it.
 func ParseConfig(raw json.RawMessage) (Config, error) {
 	var cfg Config
-	if err := decodeStrict(raw, &cfg); err != nil {
+	if err := train.DecodeConfig(raw, &cfg); err != nil {
 		return Config{}, fmt.Errorf("transformer config: %w", err)
 	}
 	return cfg, cfg.Validate()
-}
-
-func decodeStrict(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 // CharLM is the DataConfig.Task of a character language model over a text corpus.
