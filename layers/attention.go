@@ -102,6 +102,9 @@ func NewKernelAttention(s autodiff.Scope, cfg AttentionConfig) (*KernelAttention
 			return nil, err
 		}
 	}
+	if _, uniform := contentOf(a.Kernel).(Uniform); uniform && learnsBandwidth(cfg.Bandwidth.Mode) {
+		return nil, fmt.Errorf("kernel attention %q: kernel %s has no bandwidth to learn (its content kernel is uniform): use the fixed bandwidth", s.Name(), a.Kernel.Name())
+	}
 	if a.bw, err = newBandwidth(s.Sub("bandwidth"), cfg.Bandwidth, cfg.Dim, cfg.Heads, a.DHead, cfg.Init); err != nil {
 		return nil, err
 	}

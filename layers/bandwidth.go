@@ -44,6 +44,11 @@ func (m *BandwidthMode) UnmarshalText(b []byte) (err error) {
 	return err
 }
 
+// learnsBandwidth reports whether the mode has bandwidth parameters.
+func learnsBandwidth(m BandwidthMode) bool {
+	return m == BandwidthLayer || m == BandwidthHead || m == BandwidthQuery
+}
+
 // BandwidthConfig configures a layer's bandwidth.
 type BandwidthConfig struct {
 	Mode BandwidthMode

@@ -3,6 +3,7 @@ package layers
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -88,6 +89,10 @@ func kernelCases() []ContentKernel {
 		Product{Content: Gaussian{}, Position: RelativeBias{MaxDistance: 1}},
 		Product{Content: Cauchy{}, Position: DistancePenalty{Slope: 0.3}},
 		Product{Content: Laplacian{}, Position: Box{Window: 2}},
+		// Position kernels alone (uniform content) and a product of several.
+		MustParseKernelSpec("window(2) * distance(0.5)").Kernel,
+		MustParseKernelSpec("relbias(1)").Kernel,
+		MustParseKernelSpec("gaussian * relbias(2) * window(3) * relbias(1)").Kernel,
 	}
 }
 
@@ -103,6 +108,14 @@ func TestKernelBandwidthGradients(t *testing.T) {
 	i := 0
 	for _, kern := range kernelCases() {
 		for _, mode := range bandwidthModes {
+			if _, uniform := contentOf(kern).(Uniform); uniform && learnsBandwidth(mode) {
+				ps, _ := autodiff.NewParams(autodiff.Float64, 1)
+				_, err := NewKernelAttention(ps.Scope("a"), AttentionConfig{Dim: 4, Heads: 2, Kernel: kern, Bandwidth: BandwidthConfig{Mode: mode}})
+				if err == nil || !strings.Contains(err.Error(), "no bandwidth to learn") {
+					t.Errorf("%s with bandwidth %v: %v, want a refusal", kern.Name(), mode, err)
+				}
+				continue
+			}
 			cross := i%2 == 1
 			i++
 			name := fmt.Sprintf("%s/%v/cross=%v", kern.Name(), mode, cross)

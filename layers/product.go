@@ -70,13 +70,13 @@ func (k *Uniform) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
 // LogK returns 0.
 func (Uniform) LogK(q, k []float64, h float64) float64 { checkLen(q, k); return 0 }
 
-// Scores returns zeros [N, Tq, Tk].
+// Scores returns zeros [N, Tq, Tk], as 0·(q·k) so that the result is a node of the
+// graph (a constant alone cannot be reshaped by gorgonia) with a zero gradient.
 func (Uniform) Scores(g *autodiff.Graph, q, k *autodiff.Node, _ Width) *autodiff.Node {
 	if !checkQK(g, "uniform", q, k) {
 		return nil
 	}
-	qs, ks := q.Shape(), k.Shape()
-	return g.ConstTensor([]int{qs[0], qs[1], ks[1]}, make([]float64, qs[0]*qs[1]*ks[1]))
+	return g.Scale(g.BatchedMatMul(q, k, false, true), 0)
 }
 
 // Product is the product kernel K₁(q, k)·K₂(t, s) of a content kernel and a position
@@ -218,6 +218,17 @@ func (pp PositionProduct) BindPosition(s autodiff.Scope, heads int) (PositionKer
 		}
 	}
 	return out, nil
+}
+
+// contentOf returns the content kernel of k: k itself unless k is a Product.
+func contentOf(k ContentKernel) ContentKernel {
+	for {
+		p, ok := k.(Product)
+		if !ok {
+			return k
+		}
+		k = p.Content
+	}
 }
 
 // positionFactors returns the position kernels of k: none unless k is a Product, whose

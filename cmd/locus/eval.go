@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -32,18 +33,18 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 {
 		return usageErrorf("-n must be > 0, got %d", *n)
 	}
-	s, ck, err := fromCheckpoint(*ckpt)
+	ld, err := fromCheckpoint(*ckpt)
 	if err != nil {
 		return err
 	}
-	met, err := s.metrics(*n, *seed)
+	met, err := ld.sess.metrics(ld.run, *n, *seed)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", ld.ck.Dir, err)
 	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(met)
 	}
-	fmt.Fprintf(stdout, "%s (step %d, task %s):", ck.Dir, ck.Step, s.data.Task)
+	fmt.Fprintf(stdout, "%s (step %d, %s):", ld.ck.Dir, ld.ck.Step, ld.sess.describe())
 	for _, k := range sortedKeys(met) {
 		fmt.Fprintf(stdout, "  %s %.4f", k, met[k])
 	}
@@ -61,21 +62,34 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usageErrorf("missing -out FILE")
 	}
-	s, ck, err := fromCheckpoint(*ckpt)
+	ck, err := openCheckpoint(*ckpt)
 	if err != nil {
 		return err
 	}
-	cfg, _ := json.Marshal(s.modelConfig())
-	meta := map[string]string{"format": "pt", "locus_config": string(cfg), "step": fmt.Sprint(ck.Step)}
-	if err := train.ExportSafetensors(*out, train.ParamTensors(s.params), meta); err != nil {
+	meta := map[string]string{"format": "pt", "locus_config": string(ck.ModelConfig), "locus_family": ck.Family, "step": fmt.Sprint(ck.Step)}
+	if err := train.ExportSafetensors(*out, ck.Params, meta); err != nil {
 		return err
 	}
 	note := ""
-	if s.dae == nil && !s.cfg.Standard() {
-		note = " (not the standard configuration: PyTorch's reference LM cannot load every tensor)"
+	if name, _, err := checkpointFamily(ck); err == nil && name == transformer.Family {
+		if cfg, err := transformer.ParseConfig(ck.ModelConfig); err == nil && !cfg.Standard() {
+			note = " (not the standard Transformer, so PyTorch's reference LM computes another function: " + strings.Join(cfg.NonStandard(), "; ") + ")"
+		}
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters%s\n", *out, s.params.Len(), s.params.NumElements(), note)
+	var n int
+	for _, t := range ck.Params {
+		n += t.Shape().TotalSize()
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters%s\n", *out, len(ck.Params), n, note)
 	return nil
+}
+
+// openCheckpoint loads a checkpoint, refusing a missing -ckpt.
+func openCheckpoint(path string) (*train.Checkpoint, error) {
+	if path == "" {
+		return nil, usageErrorf("missing -ckpt DIR")
+	}
+	return train.LoadCheckpoint(path)
 }
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
@@ -85,22 +99,43 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	s, ck, err := fromCheckpoint(*ckpt)
+	ck, err := openCheckpoint(*ckpt)
 	if err != nil {
 		return err
 	}
-	cfg, _ := json.MarshalIndent(s.modelConfig(), "  ", "  ")
-	fmt.Fprintf(stdout, "checkpoint %s\n  step %d, written by locus %s (%s)\n", ck.Dir, ck.Step, ck.Versions.Locus, ck.Versions.Go)
-	fmt.Fprintf(stdout, "  task %s, batch %d, seed %d\nmodel config:\n  %s\n", s.data.Task, s.data.Batch, s.data.Seed, cfg)
-	fmt.Fprintf(stdout, "tensors (%d, %d parameters):\n", s.params.Len(), s.params.NumElements())
-	for _, name := range s.params.SortedNames() {
-		p := s.params.Get(name)
-		fmt.Fprintf(stdout, "  %-28s %v %v\n", name, p.Dtype(), p.Shape())
+	indent := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if len(raw) == 0 || json.Indent(&b, raw, "  ", "  ") != nil {
+			return "(none)"
+		}
+		return b.String()
 	}
-	if bw := s.bandwidths(); len(bw) > 0 {
-		fmt.Fprintln(stdout, "bandwidths:")
-		for _, k := range sortedKeys(bw) {
-			fmt.Fprintf(stdout, "  %s %.4g\n", k, bw[k])
+	family := ck.Family
+	if family == "" {
+		family = "(not recorded)"
+	}
+	fmt.Fprintf(stdout, "checkpoint %s\n  step %d, written by locus %s (%s)\n", ck.Dir, ck.Step, ck.Versions.Locus, ck.Versions.Go)
+	fmt.Fprintf(stdout, "model family %s, config:\n  %s\ndata config:\n  %s\n", family, indent(ck.ModelConfig), indent(ck.DataConfig))
+	if len(ck.TrainConfig) > 0 {
+		fmt.Fprintf(stdout, "training settings:\n  %s\n", indent(ck.TrainConfig))
+	}
+	var total int
+	for _, t := range ck.Params {
+		total += t.Shape().TotalSize()
+	}
+	fmt.Fprintf(stdout, "tensors (%d, %d parameters):\n", len(ck.Params), total)
+	for _, name := range sortedKeys(ck.Params) {
+		t := ck.Params[name]
+		fmt.Fprintf(stdout, "  %-28s %v %v\n", name, t.Dtype(), t.Shape())
+	}
+	// The bandwidths need the model; a checkpoint of a family this program does not
+	// know is listed without them.
+	if ld, err := loadModelOnly(ck); err == nil {
+		if bw := ld.bandwidths(); len(bw) > 0 {
+			fmt.Fprintln(stdout, "bandwidths:")
+			for _, k := range sortedKeys(bw) {
+				fmt.Fprintf(stdout, "  %s %.4g\n", k, bw[k])
+			}
 		}
 	}
 	if len(ck.History) > 0 {
@@ -141,14 +176,16 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 {
 		return usageErrorf("-n must be > 0, got %d", *n)
 	}
-	s, _, err := fromCheckpoint(*ckpt)
+	ld, err := fromCheckpoint(*ckpt)
 	if err != nil {
 		return err
 	}
-	if s.corpus == nil || s.cfg.Arch != transformer.ArchLM {
-		return fmt.Errorf("%s: sample needs a character LM checkpoint (task charlm), got task %s", *ckpt, s.data.Task)
+	s, ok := ld.sess.(*transformerSession)
+	if !ok || s.data == nil || s.data.Corpus == nil || s.cfg.Arch != transformer.ArchLM {
+		return fmt.Errorf("%s: sample needs a character LM checkpoint (task charlm), got %s", ld.ck.Dir, ld.sess.describe())
 	}
-	ids, err := s.corpus.Vocab.Encode([]byte(*prompt))
+	corpus := s.data.Corpus
+	ids, err := corpus.Vocab.Encode([]byte(*prompt))
 	if err != nil {
 		return fmt.Errorf("-prompt: %w", err)
 	}
@@ -163,7 +200,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	text, err := s.corpus.Vocab.Decode(gen)
+	text, err := corpus.Vocab.Decode(gen)
 	if err != nil {
 		return err
 	}

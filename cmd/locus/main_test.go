@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
 )
 
@@ -30,7 +31,13 @@ func TestBadInputGetsOneLine(t *testing.T) {
 		{[]string{"train", "-kernel", "foo"}, 2, `unknown kernel "foo"`},
 		{[]string{"train", "-steps", "-3"}, 2, "-steps must be > 0"},
 		{[]string{"train", "-task", "nope"}, 2, `unknown -task "nope"`},
-		{[]string{"train", "-bandwidth", "wide"}, 2, `unknown bandwidth "wide"`},
+		{[]string{"train", "-bandwidth", "wide"}, 2, `unknown bandwidth mode "wide"`},
+		{[]string{"train", "-kernel", "gaussian * windw(8)"}, 2, `at column 12: unknown kernel "windw"`},
+		{[]string{"train", "-kernel", "gaussian * laplacian"}, 2, "at most one content kernel"},
+		{[]string{"train", "-model", "ldae", "-kernel", "window(0)"}, 2, "window width W = 0"},
+		{[]string{"train", "-model", "nope"}, 2, `unknown -model "nope"`},
+		{[]string{"train", "-dmodel", "1000000", "-steps", "1"}, 2, "dim 1000000"},
+		{[]string{"train", "-resume", filepath.Join(dir, "missing")}, 1, "no such file"},
 		{[]string{"train", "-corrupt-rate", "0.2"}, 2, "-corrupt-rate and -corrupt-mode are for the denoise-* tasks"},
 		{[]string{"train", "-task", "denoise-reverse", "-corrupt-mode", "blur"}, 2, `unknown CorruptMode "blur"`},
 		{[]string{"train", "-task", "denoise-sort", "-corrupt-rate", "1.5"}, 2, "CorruptRate=1.5 must be in (0, 1]"},
@@ -154,7 +161,7 @@ func TestDenoiseFromCLI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d dataConfig
+	var d transformer.DataConfig
 	if err := json.Unmarshal(ck.DataConfig, &d); err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,8 @@ const CharLM = "charlm"
 
 // Size limits of DataConfig.Validate.
 const (
-	MaxBatch    = 1 << 16
-	MaxCorpus   = 1 << 30
+	MaxBatch  = 1 << 16
+	MaxCorpus = 1 << 30
 )
 
 // DataConfig describes the data a Transformer is trained and evaluated on, saved with its
