@@ -16,6 +16,8 @@
 //	Laplacian        −‖q − k‖ / h                  sharper peak, heavier tails than Gaussian
 //	Cauchy           −log(1 + ‖q − k‖² / h²)       heavy tails: far keys keep some weight
 //	Epanechnikov     log max(0, 1 − ‖q − k‖²/h²)   compact support: exact zeros, sparse attention
+//	Tricube          3·log max(0, 1 − (‖q − k‖/h)³) compact support with a smooth edge (LOESS)
+//	Uniform          0                             the plain mean of the visible keys
 //	Mixture          log Σ_l softmax(a)_l K_l      learn which kernel fits (weights `<scope>.logits`)
 //	Product          s_content + s_position        content × position, e.g. relative positions
 //
@@ -43,7 +45,7 @@
 // any number of position kernels, whose boxes intersect.
 //
 //	spec                                 kernel
-//	gaussian                             Gaussian{}   (also exponential, laplacian, cauchy, epanechnikov, uniform)
+//	gaussian                             Gaussian{}   (also exponential, laplacian, cauchy, epanechnikov, tricube, uniform)
 //	causal                               Box{Causal: true}
 //	window(16)                           Box{Window: 16}
 //	distance(0.1)                        DistancePenalty{Slope: 0.1}

@@ -91,27 +91,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting, with a usage
-// line naming the command.
+// text naming the command, printed for -h only: a bad flag gets one line.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("locus "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: locus %s %s\n\nFlags:\n", name, synopsis)
+		fs.SetOutput(stderr)
 		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
 	}
 	return fs
 }
 
-// parseFlags parses args; a parse error becomes a usage error (the flag package has
-// already printed the message and usage).
+// parseFlags parses args; a parse error becomes a one-line usage error.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageErrorf("%v", err)
-	}
-	if fs.NArg() > 0 {
+	printUsage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = printUsage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage()
+		return err
+	case err != nil:
+		return usageErrorf("%v (run '%s -h' for the flags)", err, fs.Name())
+	case fs.NArg() > 0:
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
 	return nil
