@@ -54,6 +54,31 @@ func Families() []string {
 	return names
 }
 
+// Config is a model configuration that checks itself.
+type Config interface{ Validate() error }
+
+// ParseConfig reads a configuration of type C from its JSON (DecodeConfig) and validates
+// it; what names the configuration in errors.
+func ParseConfig[C Config](what string, raw json.RawMessage) (C, error) {
+	var cfg C
+	if err := DecodeConfig(raw, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s config: %w", what, err)
+	}
+	return cfg, cfg.Validate()
+}
+
+// RegisterConfigFamily registers a family whose saved configuration is a C, built by
+// newModel: the usual case of RegisterFamily.
+func RegisterConfigFamily[C Config, M Model](name string, newModel func(C, *autodiff.Params) (M, error)) {
+	RegisterFamily(name, func(raw json.RawMessage, ps *autodiff.Params) (Model, error) {
+		cfg, err := ParseConfig[C](name, raw)
+		if err != nil {
+			return nil, err
+		}
+		return newModel(cfg, ps)
+	})
+}
+
 // DecodeConfig reads a saved configuration into v, refusing fields v does not have, so
 // that a misspelt key in a hand-edited checkpoint is an error, not a silent default.
 func DecodeConfig(raw json.RawMessage, v any) error {

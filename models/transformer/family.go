@@ -12,23 +12,11 @@ import (
 // Family is the name under which checkpoints of Transformers are rebuilt (train.Load).
 const Family = "transformer"
 
-func init() {
-	train.RegisterFamily(Family, func(raw json.RawMessage, ps *autodiff.Params) (train.Model, error) {
-		cfg, err := ParseConfig(raw)
-		if err != nil {
-			return nil, err
-		}
-		return New(cfg, ps)
-	})
-}
+func init() { train.RegisterConfigFamily(Family, New) }
 
 // ParseConfig reads a Config from its JSON, refusing unknown fields, and validates it.
 func ParseConfig(raw json.RawMessage) (Config, error) {
-	var cfg Config
-	if err := train.DecodeConfig(raw, &cfg); err != nil {
-		return Config{}, fmt.Errorf("transformer config: %w", err)
-	}
-	return cfg, cfg.Validate()
+	return train.ParseConfig[Config]("transformer", raw)
 }
 
 // CharLM is the DataConfig.Task of a character language model over a text corpus.
