@@ -1,0 +1,45 @@
+// Package autodiff is Locus's engine: a safe layer over gorgonia that builds
+// differentiable graphs, runs them, and adds gradients into named parameters. Everything
+// above it (layers, optim, train, the models) is written against this package, never
+// against gorgonia directly.
+//
+// # Parameters
+//
+// Params is a registry of trainable tensors with hierarchical names, created through
+// scopes: ps.Scope("blocks").Sub("0").New("weight", shape, init) makes
+// "blocks.0.weight". The names are the keys of checkpoints and follow PyTorch's module
+// tree. Initialisers (Zeros, Normal, TorchLinear, Xavier, Kaiming, ...) draw from the
+// registry's seeded generator, so a seed fixes every initial value.
+//
+// # Graphs
+//
+// A Builder adds a model's computation to a Graph: g.Input(name) and g.Param(p) are its
+// leaves, and Graph methods (MatMul, Linear, LocalMean, Attention, LayerNorm,
+// CrossEntropy, ...) its operations. A Graph keeps the first error (a shape or dtype
+// mismatch, naming the op and the shapes) and returns nil from every later call, so a
+// builder checks g.Err() once; Graph methods never panic on bad input.
+//
+// # Running
+//
+// Model compiles one gorgonia machine per input signature (names, shapes, dtypes, train
+// or eval), so a last short batch or another sequence length just works. Forward
+// evaluates; ForwardBackward also adds the gradient of the loss into each Param's Grad
+// (they accumulate until Params.ZeroGrad, which makes gradient accumulation free).
+// Results are copied out of the machine and belong to the Model until the next run.
+//
+// # Fused ops and their gradients
+//
+// The ops a localization model spends its time in are fused, with hand-written
+// gradients: the local mean (scores, mask and values to the kernel-weighted mean, with
+// ∂m/∂s = w(v − m)), scaled dot-product attention, masked softmax and log-softmax,
+// LayerNorm, RMSNorm, GELU, cross-entropy, MSE, dropout. Masks (causal, window, key
+// padding, hollow) are part of the ops, and a query that sees no key gets a zero output
+// and a zero gradient, never NaN (docs/THEORY.md §2). CheckGradients compares every
+// gradient with central finite differences in float64; Locus trains in float32.
+//
+// # gorgonia's bugs
+//
+// gorgonia's SoftMax, LogSoftMax, InverseSqrt gradient, LogSumExp, Dropout, AdamW and
+// WithClip are wrong; this package owns the replacements, and known_issues_test.go
+// pins each upstream bug so that an upgrade that fixes or changes one is noticed.
+package autodiff

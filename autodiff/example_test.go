@@ -1,0 +1,88 @@
+package autodiff_test
+
+import (
+	"fmt"
+
+	"github.com/locusml/locus/autodiff"
+	"gorgonia.org/tensor"
+)
+
+// A linear map y = x·W with a mean squared loss: one forward and backward pass, and the
+// gradient it adds into the parameter.
+func ExampleModel_ForwardBackward() {
+	ps, _ := autodiff.NewParams(autodiff.Float64, 1)
+	w, _ := ps.Scope("fc").New("weight", []int{2, 1}, autodiff.Constant(0.5))
+	build := func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		pred := g.MatMul(g.Input("x"), g.Param(w))
+		loss := g.Mean(g.Square(g.Sub(pred, g.Input("y"))))
+		return autodiff.Outputs{Loss: loss, Values: map[string]*autodiff.Node{"pred": pred}}, g.Err()
+	}
+	m := autodiff.NewModel(ps, build, 0)
+	res, err := m.ForwardBackward(map[string]*tensor.Dense{
+		"x": tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1, 2, 3, 4})),
+		"y": tensor.New(tensor.WithShape(2, 1), tensor.WithBacking([]float64{1, 1})),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("parameter:", w.Name())
+	fmt.Println("pred:", res.Values["pred"].Data())
+	fmt.Printf("loss: %.4f\n", res.Loss)
+	fmt.Println("dloss/dW:", w.GradFloat64s())
+	// Output:
+	// parameter: fc.weight
+	// pred: [1.5 3.5]
+	// loss: 3.2500
+	// dloss/dW: [8 11]
+}
+
+// A shape mismatch is an error that names the op and the shapes, not a panic.
+func ExampleGraph_Err() {
+	ps, _ := autodiff.NewParams(autodiff.Float64, 1)
+	w, _ := ps.Scope("fc").New("weight", []int{3, 1}, autodiff.Zeros())
+	build := func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		out := g.MatMul(g.Input("x"), g.Param(w)) // x is [2, 2]: does not fit [3, 1]
+		return autodiff.Outputs{Values: map[string]*autodiff.Node{"out": out}}, g.Err()
+	}
+	_, err := autodiff.NewModel(ps, build, 0).Forward(map[string]*tensor.Dense{
+		"x": tensor.New(tensor.WithShape(2, 2), tensor.WithBacking([]float64{1, 2, 3, 4})),
+	})
+	fmt.Println(err != nil)
+	// Output:
+	// true
+}
+
+// The local mean of three values under a causal mask: query t averages the values of
+// keys 0..t with weights softmax(scores).
+func ExampleGraph_LocalMean() {
+	ps, _ := autodiff.NewParams(autodiff.Float64, 1)
+	build := func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		m := g.LocalMean(g.Input("s"), g.Input("v"), nil, autodiff.Mask{Causal: true})
+		return autodiff.Outputs{Values: map[string]*autodiff.Node{"m": m}}, g.Err()
+	}
+	res, err := autodiff.NewModel(ps, build, 0).Forward(map[string]*tensor.Dense{
+		"s": tensor.New(tensor.WithShape(1, 3, 3), tensor.WithBacking(make([]float64, 9))), // equal scores
+		"v": tensor.New(tensor.WithShape(1, 3, 1), tensor.WithBacking([]float64{3, 6, 9})),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Values["m"].Data())
+	// Output:
+	// [3 4.5 6]
+}
+
+// CheckGradients compares the analytic gradient with finite differences.
+func ExampleCheckGradients() {
+	ps, _ := autodiff.NewParams(autodiff.Float64, 3)
+	w, _ := ps.Scope("w").New("weight", []int{3}, autodiff.Normal(0, 1))
+	build := func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		return autodiff.Outputs{Loss: g.Mean(g.Square(g.Tanh(g.Param(w))))}, g.Err()
+	}
+	worst, err := autodiff.CheckGradients(autodiff.NewModel(ps, build, 0), nil, autodiff.GradCheck{})
+	fmt.Println(err, worst.CheckedValues)
+	// Output:
+	// <nil> 3
+}
