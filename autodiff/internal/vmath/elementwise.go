@@ -1,5 +1,47 @@
 package vmath
 
+import "math"
+
+// Max returns the largest element of x: NaN if any element is NaN, −Inf for none.
+func Max(x []float32) float32 {
+	if hasAVX2 && len(x) >= 8 {
+		var lanes [8]float32
+		if maxAVX2(&x[0], len(x), &lanes) {
+			return float32(math.NaN())
+		}
+		return max(max(max(lanes[0], lanes[1]), max(lanes[2], lanes[3])), max(max(lanes[4], lanes[5]), max(lanes[6], lanes[7])))
+	}
+	// The builtin max propagates NaN without branching; four chains hide its latency.
+	ninf := float32(math.Inf(-1))
+	m0, m1, m2, m3 := ninf, ninf, ninf, ninf
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		x := x[i : i+4 : i+4]
+		m0 = max(m0, x[0])
+		m1 = max(m1, x[1])
+		m2 = max(m2, x[2])
+		m3 = max(m3, x[3])
+	}
+	for ; i < len(x); i++ {
+		m0 = max(m0, x[i])
+	}
+	return max(max(m0, m1), max(m2, m3))
+}
+
+// Scale sets x[i] = a·x[i].
+func Scale(x []float32, a float32) {
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			scaleAVX2(&x[0], n, a)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		x[i] *= a
+	}
+}
+
 // ReLU sets y[i] = x[i] if x[i] ≥ 0, else x[i]·0 (−0 for negative x, NaN for NaN and
 // −Inf), as autodiff's scalar reluFwd, bit for bit.
 func ReLU(x, y []float32) {

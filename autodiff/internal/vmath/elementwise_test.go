@@ -97,3 +97,51 @@ func TestSqDiffSumSameOnEveryPath(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxScale checks Max (NaN of either sign wins, −Inf for none) and Scale on both
+// paths, bit for bit.
+func TestMaxScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	negNaN := math.Float32frombits(0xffc00000) // the NaN x86 arithmetic makes
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 17, 130} {
+		for _, special := range []float32{0, float32(math.NaN()), negNaN, float32(math.Inf(1)), float32(math.Inf(-1))} {
+			for _, at := range []int{0, n / 2, n - 1} {
+				x := make([]float32, n)
+				want := float32(math.Inf(-1))
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				if special != 0 && n > 0 {
+					x[at] = special
+				}
+				for _, v := range x {
+					want = max(want, v)
+				}
+				for _, avx := range []bool{true, false} {
+					old := hasAVX2
+					setAVX2(avx && old)
+					got := Max(x)
+					setAVX2(old)
+					if math.Float32bits(got) != math.Float32bits(want) && !(got != got && want != want) {
+						t.Fatalf("n=%d, %v at %d, AVX2 %v: Max = %v, want %v", n, special, at, avx && old, got, want)
+					}
+				}
+			}
+		}
+		x := elemInput(rng, n)
+		want := make([]float32, n)
+		for i, v := range x {
+			want[i] = 0.37 * v
+		}
+		for _, avx := range []bool{true, false} {
+			y := append([]float32(nil), x...)
+			old := hasAVX2
+			setAVX2(avx && old)
+			Scale(y, 0.37)
+			setAVX2(old)
+			if i := sameBits(y, want); i >= 0 {
+				t.Fatalf("n=%d, AVX2 %v: Scale: y[%d] = %v, want %v", n, avx && old, i, y[i], want[i])
+			}
+		}
+	}
+}

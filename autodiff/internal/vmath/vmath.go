@@ -1,6 +1,7 @@
-// Package vmath holds vectorised float32 kernels, transcendental (exp, GELU, sigmoid)
-// and element-wise (ReLU, the MSE loss and gradient), as AVX2/FMA assembly on amd64
-// CPUs that have it and plain Go elsewhere, for the fused ops of package autodiff.
+// Package vmath holds vectorised float32 kernels, transcendental (exp, GELU, sigmoid),
+// element-wise (ReLU, the MSE loss and gradient) and the steps of a softmax (max,
+// exp-and-sum, scale), as AVX2/FMA assembly on amd64 CPUs that have it and plain Go
+// elsewhere, for the fused ops of package autodiff.
 package vmath
 
 import "math"
@@ -42,6 +43,42 @@ func ExpShift(x []float32, shift float32) {
 	for i := n; i < len(x); i++ {
 		x[i] = Exp32(x[i] - shift)
 	}
+}
+
+// expFloor is where Exp32 clamps its argument from below: exp(expFloor) ≈ 2⁻¹²⁶, the
+// smallest normal float32.
+const expFloor = -87.33654
+
+// ExpShiftSum sets x[i] = exp(x[i] − shift), exactly 0 where x[i] − shift is below
+// expFloor (−Inf included) or NaN, and returns Σ x[i] in a fixed order: eight partial
+// sums, partial j over the elements i ≡ j (mod 8), combined pairwise.
+func ExpShiftSum(x []float32, shift float32) float32 {
+	var s [8]float32
+	if hasAVX2 {
+		if len(x) > 0 {
+			expShiftSumAVX2(&x[0], len(x), shift, &s)
+		}
+	} else {
+		for i, v := range x {
+			v = expFlush(v - shift)
+			x[i] = v
+			s[i&7] += v
+		}
+	}
+	for w := 4; w >= 1; w /= 2 {
+		for j := range w {
+			s[j] += s[j+w]
+		}
+	}
+	return s[0]
+}
+
+// expFlush is Exp32 with 0 below the clamp (and for NaN).
+func expFlush(a float32) float32 {
+	if !(a >= expFloor) {
+		return 0
+	}
+	return Exp32(a)
 }
 
 const (

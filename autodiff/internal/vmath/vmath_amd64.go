@@ -10,6 +10,9 @@ var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 func expShiftAVX2(x *float32, n int, shift float32)
 
 //go:noescape
+func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
+
+//go:noescape
 func geluTanhAVX2(x, s, y *float32, n int)
 
 //go:noescape
@@ -26,3 +29,9 @@ func scaledDiffAVX2(p, t, d *float32, n int, c float64)
 
 //go:noescape
 func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64)
+
+//go:noescape
+func maxAVX2(x *float32, n int, m *[8]float32) bool
+
+//go:noescape
+func scaleAVX2(x *float32, n int, a float32)

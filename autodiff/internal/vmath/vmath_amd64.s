@@ -190,6 +190,114 @@ eloop:
 	VZEROUPPER
 	RET
 
+// tailmask<>+32−4r holds eight dwords, the first r all ones: a load and store mask
+// for the last r < 8 elements.
+DATA tailmask<>+0(SB)/8, $-1
+DATA tailmask<>+8(SB)/8, $-1
+DATA tailmask<>+16(SB)/8, $-1
+DATA tailmask<>+24(SB)/8, $-1
+DATA tailmask<>+32(SB)/8, $0
+DATA tailmask<>+40(SB)/8, $0
+DATA tailmask<>+48(SB)/8, $0
+DATA tailmask<>+56(SB)/8, $0
+GLOBL tailmask<>(SB), RODATA|NOPTR, $64
+
+// func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
+// x[i] = exp(x[i] − shift) in place, 0 where x[i] − shift < C_lo or is NaN, and
+// s[j] = Σ x[i] over i ≡ j (mod 8); n > 0. The last n mod 8 elements go through masked
+// loads and stores.
+TEXT ·expShiftSumAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS shift+16(FP), Y7
+	MOVQ s+24(FP), DI
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   etail
+eloop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5 // Y5 = Y0 ≥ C_lo (ordered: false for NaN)
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VMOVUPS Y0, (SI)
+	VADDPS Y0, Y6, Y6
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  eloop
+etail:
+	TESTQ DX, DX
+	JZ   edone
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, DX
+	SUBQ DX, AX
+	VMOVUPS (AX), Y4
+	VMASKMOVPS (SI), Y4, Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5
+	VANDPS Y4, Y5, Y5 // and only the tail's lanes
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VMASKMOVPS Y0, Y4, (SI)
+	VADDPS Y0, Y6, Y6
+edone:
+	VMOVUPS Y6, (DI)
+	VZEROUPPER
+	RET
+
+// func maxAVX2(x *float32, n int, m *[8]float32) bool
+// m holds eight lanes whose maximum is that of x[0:n], and the result says whether any
+// x[i] is NaN (then m is meaningless); n ≥ 8. A tail of n mod 8 elements is covered by
+// the last eight elements, overlapping the block before.
+TEXT ·maxAVX2(SB), NOSPLIT, $0-25
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ m+16(FP), DI
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	VMOVUPS (SI), Y0
+	VXORPS Y3, Y3, Y3
+mloop:
+	VMOVUPS (SI), Y1
+	VCMPPS $3, Y1, Y1, Y2 // unordered: the NaN lanes
+	VORPS Y2, Y3, Y3
+	VMAXPS Y1, Y0, Y0
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  mloop
+	TESTQ DX, DX
+	JZ   mdone
+	LEAQ -32(SI)(DX*4), SI
+	VMOVUPS (SI), Y1
+	VCMPPS $3, Y1, Y1, Y2
+	VORPS Y2, Y3, Y3
+	VMAXPS Y1, Y0, Y0
+mdone:
+	VMOVUPS Y0, (DI)
+	VMOVMSKPS Y3, AX
+	TESTL AX, AX
+	SETNE ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(x *float32, n int, a float32)
+// x[i] = a·x[i]; n is a positive multiple of 8.
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y1
+sloop:
+	VMULPS (SI), Y1, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  sloop
+	VZEROUPPER
+	RET
+
 // func geluTanhAVX2(x, s, y *float32, n int)
 // s[i] = 1/(1 + exp(−2u)), u = √(2/π)(x + 0.044715x³), and y[i] = x[i]·s[i]; n is a
 // positive multiple of 8.

@@ -4,8 +4,9 @@ package vmath
 
 const hasAVX2 = false
 
-func expShiftAVX2(x *float32, n int, shift float32) { panic("vmath: no AVX2") }
-func geluTanhAVX2(x, s, y *float32, n int)          { panic("vmath: no AVX2") }
+func expShiftAVX2(x *float32, n int, shift float32)                   { panic("vmath: no AVX2") }
+func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32) { panic("vmath: no AVX2") }
+func geluTanhAVX2(x, s, y *float32, n int)                            { panic("vmath: no AVX2") }
 
 func sigmoidAVX2(x, y *float32, n int) { panic("vmath: no AVX2") }
 
@@ -13,3 +14,6 @@ func reluAVX2(x, y *float32, n int)                      { panic("vmath: no AVX2
 func reluGradAVX2(x, gr, dx *float32, n int)             { panic("vmath: no AVX2") }
 func scaledDiffAVX2(p, t, d *float32, n int, c float64)  { panic("vmath: no AVX2") }
 func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64) { panic("vmath: no AVX2") }
+
+func maxAVX2(x *float32, n int, m *[8]float32) bool { panic("vmath: no AVX2") }
+func scaleAVX2(x *float32, n int, a float32)        { panic("vmath: no AVX2") }

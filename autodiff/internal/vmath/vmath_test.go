@@ -23,6 +23,63 @@ func TestExpShift(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestExpShiftSum(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 1000, 1003} {
+		buf := make([]float32, n+8)
+		for i := range buf {
+			buf[i] = 42 // the elements past x must stay as they are
+		}
+		x := buf[:n]
+		for i := range x {
+			x[i] = float32(i%400)/4 - 95 // [-95, 5)
+		}
+		if n > 5 {
+			x[3], x[5] = float32(math.Inf(-1)), float32(math.NaN())
+		}
+		in := append([]float32(nil), x...)
+		want := make([]float64, n)
+		for i, v := range x {
+			if a := float64(v) - 2; a >= expFloor {
+				want[i] = math.Exp(a)
+			}
+		}
+		sum := ExpShiftSum(x, 2)
+		var total float64
+		for i, v := range x {
+			if w := want[i]; w == 0 && v != 0 || math.Abs(float64(v)-w) > 3e-7*w {
+				t.Fatalf("n=%d: exp(%v) = %v, want %v", n, in[i]-2, v, w)
+			}
+			total += want[i]
+		}
+		if math.Abs(float64(sum)-total) > 1e-6*total {
+			t.Fatalf("n=%d: sum %v, want %v", n, sum, total)
+		}
+		for _, v := range buf[n:] {
+			if v != 42 {
+				t.Fatalf("n=%d: wrote past the end: %v", n, buf[n:])
+			}
+		}
+		if hasAVX2 { // the Go path sums in the same order
+			old := hasAVX2
+			setAVX2(false)
+			y := append([]float32(nil), in...)
+			goSum := ExpShiftSum(y, 2)
+			setAVX2(old)
+			for i := range y {
+				if math.Abs(float64(y[i]-x[i])) > 3e-7*float64(x[i]) {
+					t.Fatalf("n=%d: Go exp(%v) = %v, AVX2 %v", n, in[i]-2, y[i], x[i])
+				}
+			}
+			if math.Abs(float64(goSum-sum)) > 1e-6*float64(sum) {
+				t.Fatalf("n=%d: Go sum %v, AVX2 %v", n, goSum, sum)
+			}
+		}
+	}
+}
+
+func TestExp32(t *testing.T) {
 	var worst float64
 	for i := -870000; i <= 880000; i++ {
 		x := float32(float64(i) / 10000)
