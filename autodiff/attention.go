@@ -7,7 +7,6 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff/internal/gemm"
-	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // Attention is fused multi-head scaled dot-product attention: with queries q
@@ -17,8 +16,9 @@ import (
 //	out[b, t, j·dv+c] = Σ_s w_ts v[b, s, j·dv+c],   w_ts = softmax_s(scale · q_bt·k_bs)
 //
 // normalised over the keys that mask and keyMask allow, exactly as LocalMean of the
-// per-head scores scale·QKᵀ. keyMask is nil or [B, Tk], zero marking padding keys. A query
-// that sees no key gets 0 and zero gradient.
+// per-head scores scale·QKᵀ, with LocalMean's rules for every edge case. keyMask is nil
+// or [B, Tk], zero marking padding keys. A query that sees no key gets 0 and zero
+// gradient.
 //
 // It reads and writes the [B, T, H·d] layout directly (no head split or merge copies),
 // computes only the key blocks the mask leaves visible, runs its products on the packed
@@ -60,7 +60,8 @@ type attentionKernel struct {
 	mask      Mask
 	keyMasked bool
 	// Weights of the last forward pass and the score gradients of the last backward
-	// pass, [B, H, Tq, Tk]; dsGen == gen when ds belongs to the current pass.
+	// pass, [B, H, Tq, Tk]; dsGen == gen when ds belongs to the current pass. Only the
+	// key blocks that keyRange leaves visible are written and read.
 	p32, ds32  []float32
 	p64, ds64  []float64
 	gen, dsGen int
@@ -109,7 +110,7 @@ func (k *attentionKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		if k.keyMasked {
 			km = in[3].Float32s()
 		}
-		attnForward(k, d, gemm.Sgemm, vmath.ExpShift, q, in[1].Float32s(), in[2].Float32s(), km, k.p32, out.Float32s())
+		attnForward(k, d, gemm.Sgemm, q, in[1].Float32s(), in[2].Float32s(), km, k.p32, out.Float32s())
 	case Float64:
 		q := in[0].Float64s()
 		if len(k.p64) != n {
@@ -119,27 +120,12 @@ func (k *attentionKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		if k.keyMasked {
 			km = in[3].Float64s()
 		}
-		attnForward(k, d, gemm.Dgemm, expShift64, q, in[1].Float64s(), in[2].Float64s(), km, k.p64, out.Float64s())
+		attnForward(k, d, gemm.Dgemm, q, in[1].Float64s(), in[2].Float64s(), km, k.p64, out.Float64s())
 	}
 	return nil
 }
 
-// rowBlock is the number of query rows whose visible key range is computed together.
-const rowBlock = 32
-
-// keyRange returns the union [lo, hi) of the keys visible to queries r0..r1−1.
-func keyRange(m Mask, r0, r1, tk int) (lo, hi int) {
-	lo, hi = tk, 0
-	for t := r0; t < r1; t++ {
-		l, h, _ := m.visible(t, tk)
-		if h > l {
-			lo, hi = min(lo, l), max(hi, h)
-		}
-	}
-	return lo, hi
-}
-
-func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], expShift func([]T, T), q, kk, v, km, p, out []T) {
+func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk, v, km, p, out []T) {
 	dq, dvw := d.h*d.dk, d.h*d.dv
 	scale := T(k.scale)
 	parallelFor(d.b*d.h, d.tq*d.tk*(d.dk+d.dv+4), func(lo, hi int) {
@@ -157,70 +143,21 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], expShi
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
 				r1 := min(r0+rowBlock, d.tq)
 				clo, chi := keyRange(k.mask, r0, r1, d.tk)
-				if chi > clo {
-					mm(false, true, r1-r0, chi-clo, d.dk, scale, qh[r0*dq:], dq, kh[clo*dq:], dq, 0, ph[r0*d.tk+clo:], d.tk)
-				}
-				for t := r0; t < r1; t++ {
-					softmaxVisible(ph[t*d.tk:(t+1)*d.tk], kmb, k.mask, t, expShift)
-				}
-				if chi > clo {
-					mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, vh[clo*dvw:], dvw, 0, oh[r0*dvw:], dvw)
-				} else {
+				if chi <= clo { // no query of the block sees a key
 					for t := r0; t < r1; t++ {
 						clear(oh[t*dvw : t*dvw+d.dv])
 					}
+					continue
 				}
+				mm(false, true, r1-r0, chi-clo, d.dk, scale, qh[r0*dq:], dq, kh[clo*dq:], dq, 0, ph[r0*d.tk+clo:], d.tk)
+				for t := r0; t < r1; t++ {
+					row := ph[t*d.tk : (t+1)*d.tk]
+					softmaxVisible(row, row, kmb, k.mask, t, clo, chi)
+				}
+				mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, vh[clo*dvw:], dvw, 0, oh[r0*dvw:], dvw)
 			}
 		}
 	})
-}
-
-// softmaxVisible turns the scores of query t (row, in place) into weights over the keys
-// the mask and key mask allow, zero elsewhere; a row with no visible key becomes zero.
-// expShift sets x[i] = exp(x[i] − shift).
-func softmaxVisible[T float](row, km []T, m Mask, t int, expShift func(x []T, shift T)) {
-	lo, hi, self := m.visible(t, len(row))
-	clear(row[:lo])
-	clear(row[max(hi, lo):])
-	if hi <= lo {
-		return
-	}
-	hidden := func(j int) bool { return j == self || (km != nil && km[j] == 0) }
-	mx := T(math.Inf(-1))
-	for j := lo; j < hi; j++ {
-		if !hidden(j) {
-			mx = max(mx, row[j])
-		}
-	}
-	if math.IsInf(float64(mx), -1) || math.IsNaN(float64(mx)) {
-		clear(row[lo:hi])
-		return
-	}
-	expShift(row[lo:hi], mx)
-	if self >= lo && self < hi {
-		row[self] = 0
-	}
-	if km != nil {
-		for j := lo; j < hi; j++ {
-			if km[j] == 0 {
-				row[j] = 0
-			}
-		}
-	}
-	var sum T
-	for _, e := range row[lo:hi] {
-		sum += e
-	}
-	inv := 1 / sum
-	for j := lo; j < hi; j++ {
-		row[j] *= inv
-	}
-}
-
-func expShift64(x []float64, shift float64) {
-	for i, v := range x {
-		x[i] = math.Exp(v - shift)
-	}
 }
 
 func (k *attentionKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {

@@ -2,54 +2,11 @@ package autodiff
 
 import (
 	"fmt"
-	"math"
 
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff/internal/gemm"
-	"github.com/locusml/locus/autodiff/internal/vmath"
 )
-
-// Mask is a box position kernel (THEORY.md §1): which keys each query may see. Key s is
-// visible to query t when every set rule allows it; a query's position among the keys
-// is t + Offset.
-type Mask struct {
-	// Causal hides keys after the query: s <= t + Offset.
-	Causal bool
-	// Window, if positive, hides keys at distance Window or more: |t + Offset − s| < Window.
-	Window int
-	// Offset is the position of query 0 among the keys (Tk − Tq when decoding with a
-	// key/value cache; 0 for self-attention).
-	Offset int
-	// Hollow hides the query's own position s = t + Offset (the leave-one-out local mean).
-	Hollow bool
-}
-
-func (m Mask) String() string {
-	return fmt.Sprintf("{causal:%v window:%d offset:%d hollow:%v}", m.Causal, m.Window, m.Offset, m.Hollow)
-}
-
-// visible returns the half-open range of keys [lo, hi) that the structural rules allow
-// for query t among tk keys, and whether the query's own position must be skipped.
-func (m Mask) visible(t, tk int) (lo, hi, self int) {
-	pos := t + m.Offset
-	lo, hi = 0, tk
-	if m.Causal {
-		hi = min(hi, pos+1)
-	}
-	if m.Window > 0 {
-		lo = max(lo, pos-m.Window+1)
-		hi = min(hi, pos+m.Window)
-	}
-	if hi < lo {
-		hi = lo
-	}
-	self = -1
-	if m.Hollow {
-		self = pos
-	}
-	return lo, hi, self
-}
 
 // LocalMean is the fused local-mean op of THEORY.md §2, the heart of kernel attention.
 // Given log-kernel scores s [N, Tq, Tk] or [B, H, Tq, Tk] and values v [..., Tk, Dv] with
@@ -60,7 +17,9 @@ func (m Mask) visible(t, tk int) (lo, hi, self int) {
 // normalised per query over the keys that mask and keyMask allow. keyMask is nil or a
 // [B, Tk] float tensor whose zero entries mark keys (padding) that no query of that batch
 // element may see; B is the first dimension of s. Scores of −Inf (a compact kernel's
-// outside) get weight 0. A query that sees no key gets m = 0 and zero gradient.
+// outside) get weight 0. A query that sees no key, or only keys of score −Inf, gets
+// m = 0 and zero gradient; a NaN or +Inf among its visible scores makes its m NaN.
+// Attention normalises its scores by the same rules.
 //
 // The gradients are ∂m_t/∂s_ts = w_ts (v_s − m_t) and ∂m_t/∂v_s = w_ts; batch and heads
 // run in parallel.
@@ -149,13 +108,13 @@ func (k *localMeanKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		if len(k.w32) != len(s) {
 			k.w32 = make([]float32, len(s))
 		}
-		localMeanForward(d, k.mask, gemm.Sgemm, vmath.ExpShift, s, in[1].Float32s(), keyMaskData[float32](in, k.keyMasked), k.w32, out.Float32s())
+		localMeanForward(d, k.mask, gemm.Sgemm, s, in[1].Float32s(), keyMaskData[float32](in, k.keyMasked), k.w32, out.Float32s())
 	case Float64:
 		s := in[0].Float64s()
 		if len(k.w64) != len(s) {
 			k.w64 = make([]float64, len(s))
 		}
-		localMeanForward(d, k.mask, gemm.Dgemm, expShift64, s, in[1].Float64s(), keyMaskData[float64](in, k.keyMasked), k.w64, out.Float64s())
+		localMeanForward(d, k.mask, gemm.Dgemm, s, in[1].Float64s(), keyMaskData[float64](in, k.keyMasked), k.w64, out.Float64s())
 	}
 	return nil
 }
@@ -173,7 +132,7 @@ func keyMaskData[T float](in []*tensor.Dense, masked bool) []T {
 // m[r0:r1] = w[r0:r1, clo:chi]·v[clo:chi] with one matrix product. Entries of w outside
 // [clo, chi) are neither written nor read (the backward pass uses the same blocks), so
 // fully masked key blocks (a causal mask's upper triangle) cost nothing.
-func localMeanForward[T float](d lmDims, mask Mask, mm gemmFunc[T], expShift func([]T, T), s, v, keyMask, w, m []T) {
+func localMeanForward[T float](d lmDims, mask Mask, mm gemmFunc[T], s, v, keyMask, w, m []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.dv+4), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			sp := s[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
@@ -193,137 +152,12 @@ func localMeanForward[T float](d lmDims, mask Mask, mm gemmFunc[T], expShift fun
 					continue
 				}
 				for t := r0; t < r1; t++ {
-					normalise(sp[t*d.tk:(t+1)*d.tk], wp[t*d.tk:(t+1)*d.tk], km, mask, t, clo, chi, expShift)
+					softmaxVisible(sp[t*d.tk:(t+1)*d.tk], wp[t*d.tk:(t+1)*d.tk], km, mask, t, clo, chi)
 				}
 				mm(false, false, r1-r0, d.dv, chi-clo, 1, wp[r0*d.tk+clo:], d.tk, vp[clo*d.dv:], d.dv, 0, mp[r0*d.dv:], d.dv)
 			}
 		}
 	})
-}
-
-// normalise writes into wt[clo:chi] the softmax of the scores st of query t over the keys
-// that the mask and key mask km allow, zero for the other keys of [clo, chi), which must
-// contain the query's visible range. Scores of −Inf get weight exactly 0; a row with no
-// key of finite score is all zero. expShift sets x[i] = exp(x[i] − shift).
-func normalise[T float](st, wt, km []T, mask Mask, t, clo, chi int, expShift func([]T, T)) {
-	lo, hi, self := mask.visible(t, len(st))
-	lo, hi = max(lo, clo), min(hi, chi) // no-op for a visible range inside [clo, chi)
-	if hi <= lo {
-		clear(wt[clo:chi])
-		return
-	}
-	clear(wt[clo:lo])
-	clear(wt[hi:chi])
-	mx := T(math.Inf(-1))
-	if self >= lo && self < hi || km != nil {
-		for j := lo; j < hi; j++ {
-			if j == self || (km != nil && km[j] == 0) {
-				continue
-			}
-			if x := st[j]; x > mx {
-				mx = x
-			}
-		}
-	} else {
-		mx = maxOf(st[lo:hi])
-	}
-	row := wt[lo:hi]
-	if math.IsInf(float64(mx), -1) {
-		clear(row)
-		return
-	}
-	copy(row, st[lo:hi])
-	expShift(row, mx)
-	// Zero the hidden keys, whose scores took no part in the maximum, and the keys whose
-	// weight exp(s − max) is below tinyWeight: exp is clamped below, so
-	// that −Inf scores (a compact kernel's outside) get weight exactly 0.
-	if self >= lo && self < hi {
-		row[self-lo] = 0
-	}
-	if km != nil {
-		for j := lo; j < hi; j++ {
-			if km[j] == 0 {
-				wt[j] = 0
-			}
-		}
-	}
-	inv := T(1 / sumFlush(row))
-	for j := range row {
-		row[j] *= inv
-	}
-}
-
-// maxOf returns the largest entry of x (−Inf for none). A NaN entry gives NaN or is
-// ignored; either way the row's weights come out NaN, as with any other max.
-func maxOf[T float](x []T) T {
-	if x32, ok := any(x).([]float32); ok {
-		return T(maxOf32(x32))
-	}
-	m := T(math.Inf(-1))
-	for _, v := range x {
-		if v > m {
-			m = v
-		}
-	}
-	return m
-}
-
-// maxOf32 compares the float32s as sign-magnitude integers mapped to two's complement
-// order, which compiles to branch-free conditional moves (a float comparison branches,
-// and mispredicts on random data).
-func maxOf32(x []float32) float32 {
-	ninf := f32key(float32(math.Inf(-1)))
-	m0, m1, m2, m3 := ninf, ninf, ninf, ninf
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		x := x[i : i+4 : i+4]
-		m0 = max(m0, f32key(x[0]))
-		m1 = max(m1, f32key(x[1]))
-		m2 = max(m2, f32key(x[2]))
-		m3 = max(m3, f32key(x[3]))
-	}
-	for ; i < len(x); i++ {
-		m0 = max(m0, f32key(x[i]))
-	}
-	return f32unkey(max(max(m0, m1), max(m2, m3)))
-}
-
-// f32key maps a float32's bits to an int32 of the same order (−0 below +0).
-func f32key(v float32) int32 {
-	b := int32(math.Float32bits(v))
-	return b ^ (b >> 31 & 0x7fffffff)
-}
-
-func f32unkey(k int32) float32 { return math.Float32frombits(uint32(k ^ (k >> 31 & 0x7fffffff))) }
-
-// tinyWeight is twice the smallest normal float32, above the floor of the clamped
-// float32 exp (exp(−87.34) ≈ 2⁻¹²⁶): exp(s − max) below it counts as 0, relative to the
-// maximum's weight 1 far below round-off.
-const tinyWeight = 0x1p-125
-
-// sumFlush zeroes the entries of x below tinyWeight and returns the sum of the rest,
-// accumulated in float64.
-func sumFlush[T float](x []T) float64 {
-	var s0, s1 float64
-	i := 0
-	for ; i+2 <= len(x); i += 2 {
-		x := x[i : i+2 : i+2]
-		if x[0] < tinyWeight {
-			x[0] = 0
-		}
-		if x[1] < tinyWeight {
-			x[1] = 0
-		}
-		s0 += float64(x[0])
-		s1 += float64(x[1])
-	}
-	if i < len(x) {
-		if x[i] < tinyWeight {
-			x[i] = 0
-		}
-		s0 += float64(x[i])
-	}
-	return s0 + s1
 }
 
 // dot64 returns Σ x·y accumulated in float64.

@@ -31,20 +31,6 @@ func Exp32(x float32) float32 {
 	return y * math.Float32frombits(uint32(n+127)<<23)
 }
 
-// ExpShift sets x[i] = exp(x[i] − shift).
-func ExpShift(x []float32, shift float32) {
-	n := 0
-	if hasAVX2 {
-		n = len(x) &^ 7
-		if n > 0 {
-			expShiftAVX2(&x[0], n, shift)
-		}
-	}
-	for i := n; i < len(x); i++ {
-		x[i] = Exp32(x[i] - shift)
-	}
-}
-
 // expFloor is where Exp32 clamps its argument from below: exp(expFloor) ≈ 2⁻¹²⁶, the
 // smallest normal float32.
 const expFloor = -87.33654

@@ -7,9 +7,6 @@ import "golang.org/x/sys/cpu"
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 
 //go:noescape
-func expShiftAVX2(x *float32, n int, shift float32)
-
-//go:noescape
 func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
 
 //go:noescape

@@ -173,23 +173,6 @@ GLOBL vconst<>(SB), RODATA|NOPTR, $512
 	VPSLLD $23, Y1, Y1 \
 	VMULPS Y1, Y0, Y0
 
-// func expShiftAVX2(x *float32, n int, shift float32)
-// x[i] = exp(x[i] − shift) in place; n is a positive multiple of 8.
-TEXT ·expShiftAVX2(SB), NOSPLIT, $0-20
-	MOVQ x+0(FP), SI
-	MOVQ n+8(FP), CX
-	VBROADCASTSS shift+16(FP), Y7
-eloop:
-	VMOVUPS (SI), Y0
-	VSUBPS Y7, Y0, Y0
-	EXP8
-	VMOVUPS Y0, (SI)
-	ADDQ $32, SI
-	SUBQ $8, CX
-	JNZ  eloop
-	VZEROUPPER
-	RET
-
 // tailmask<>+32−4r holds eight dwords, the first r all ones: a load and store mask
 // for the last r < 8 elements.
 DATA tailmask<>+0(SB)/8, $-1
