@@ -254,3 +254,55 @@ func TestLibraryCheckpoint(t *testing.T) {
 		t.Errorf("eval without a data config: exit %d, %q", code, stderr)
 	}
 }
+
+// TestLocalizedDAEKernelSpec trains the localized DAE with a kernel expression, resumes
+// it, evaluates it and finds the kernel in the checkpoint.
+func TestLocalizedDAEKernelSpec(t *testing.T) {
+	if _, err := datasets.DefaultMNISTDir(); err != nil {
+		t.Skipf("MNIST not found: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "ldae")
+	args := []string{"train", "-model", "ldae", "-kernel", "mixture(gaussian, cauchy)", "-steps", "4", "-batch", "16", "-eval-every", "2", "-eval-n", "32", "-out", dir}
+	if code, stdout, stderr := runCLI(t, args...); code != 0 || !strings.Contains(stdout, "bandwidth level.0.attn.bandwidth") {
+		t.Fatalf("train ldae: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if got := savedKernel(t, dir); got != "mixture(gaussian, cauchy)" {
+		t.Errorf("checkpoint kernel %q", got)
+	}
+	if code, _, stderr := runCLI(t, "train", "-steps", "6", "-resume", dir); code != 0 {
+		t.Fatalf("resume ldae: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "train", "-steps", "8", "-resume", dir, "-kernel", "gaussian"); code != 2 || !strings.Contains(stderr, "-kernel gaussian differs from the checkpoint's mixture(gaussian, cauchy)") {
+		t.Errorf("resume ldae with another kernel: exit %d, %q", code, stderr)
+	}
+	if code, stdout, stderr := runCLI(t, "eval", "-ckpt", dir, "-n", "32", "-json"); code != 0 || !strings.Contains(stdout, "mse_clean") {
+		t.Errorf("eval ldae: exit %d %q %s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "train", "-model", "dae", "-kernel", "gaussian", "-steps", "1"); code != 2 || !strings.Contains(stderr, "-kernel is for") {
+		t.Errorf("dae with -kernel: exit %d, %q", code, stderr)
+	}
+}
+
+// TestOldCheckpointLoads opens a checkpoint in the layout written before model families
+// and typed configs (no model_family; the choices as plain strings), as earlier runs
+// left on disk.
+func TestOldCheckpointLoads(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if code, _, stderr := runCLI(t, append([]string{"train", "-steps", "5", "-out", dir}, tinyModel...)...); code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	ck, err := train.LoadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck.Family, ck.TrainConfig = "", nil
+	ck.ModelConfig = json.RawMessage(`{"arch":"encoder","vocab":10,"max_len":6,"dim":8,"heads":2,"layers":1,"hidden":16,"kernel":"exponential","bandwidth":"fixed","positions":"learned","post_ln":false,"tied":false,"activation":"gelu_tanh","dropout":0,"init":"gpt"}`)
+	ck.DataConfig = json.RawMessage(`{"task":"reverse","task_config":{"SeqLen":6,"Vocab":0,"Digits":0,"Modulus":0,"Op":"","Pairs":0,"CorruptRate":0,"CorruptMode":""},"layout":"aligned","seq_len":0,"batch":8,"seed":0}`)
+	old := filepath.Join(t.TempDir(), "old")
+	if err := train.SaveCheckpoint(old, ck); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "eval", "-ckpt", old, "-n", "16", "-json"); code != 0 || !strings.Contains(stdout, "seq_acc") {
+		t.Errorf("eval of an old checkpoint: exit %d %q %s", code, stdout, stderr)
+	}
+}
