@@ -8,8 +8,9 @@
 // Params is a registry of trainable tensors with hierarchical names, created through
 // scopes: ps.Scope("blocks").Sub("0").New("weight", shape, init) makes
 // "blocks.0.weight". The names are the keys of checkpoints and follow PyTorch's module
-// tree. Initialisers (Zeros, Normal, TorchLinear, Xavier, Kaiming, ...) draw from the
-// registry's seeded generator, so a seed fixes every initial value.
+// tree. Initialisers (Zeros, Constant, Normal, Uniform, XavierUniform, KaimingNormal,
+// TorchLinear, ...) draw from the registry's seeded generator, so a seed fixes every
+// initial value.
 //
 // # Graphs
 //
@@ -25,7 +26,18 @@
 // or eval), so a last short batch or another sequence length just works. Forward
 // evaluates; ForwardBackward also adds the gradient of the loss into each Param's Grad
 // (they accumulate until Params.ZeroGrad, which makes gradient accumulation free).
-// Results are copied out of the machine and belong to the Model until the next run.
+// Results are copied out of the machine and belong to the Model until its next run
+// with the same input signature.
+//
+// # Shapes and dtypes
+//
+// Tensors are gorgonia's row-major *tensor.Dense. A model has one float dtype, that of
+// its Params: Float32 for training, Float64 for gradient checks, whose finite
+// differences need the precision. Float inputs must have it too; class targets are
+// tensor.Int. Sequences are batch first, [B, T, d]; attention splits d into heads as
+// PyTorch does, LocalMean's scores are [B, H, Tq, Tk] (or [N, Tq, Tk]) and a key mask is
+// a float [B, Tk] whose zeros mark padding. Softmax, LayerNorm, RMSNorm and CrossEntropy (logits
+// [N, C]) work along the last axis.
 //
 // # Fused ops and their gradients
 //
@@ -33,13 +45,18 @@
 // gradients: the local mean (scores, mask and values to the kernel-weighted mean, with
 // ∂m/∂s = w(v − m)), scaled dot-product attention, masked softmax and log-softmax,
 // LayerNorm, RMSNorm, GELU, cross-entropy, MSE, dropout. Masks (causal, window, key
-// padding, hollow) are part of the ops, and a query that sees no key gets a zero output
-// and a zero gradient, never NaN (docs/THEORY.md §2). CheckGradients compares every
-// gradient with central finite differences in float64; Locus trains in float32.
+// padding, hollow) are part of the ops, and LocalMean and Attention share one masked
+// normalisation: a query that sees no key gets a zero output and a zero gradient, never
+// NaN (docs/THEORY.md §2), a score of −Inf weighs exactly 0, logits of 1e4 are stable,
+// and a NaN score shows as NaN in its query's output instead of passing unnoticed.
+// CheckGradients compares every gradient with central finite differences in float64;
+// Locus trains in float32.
 //
 // # gorgonia's bugs
 //
 // gorgonia's SoftMax, LogSoftMax, InverseSqrt gradient, LogSumExp, Dropout, AdamW and
-// WithClip are wrong; this package owns the replacements, and known_issues_test.go
-// pins each upstream bug so that an upgrade that fixes or changes one is noticed.
+// WithClip are wrong, and its machines recompute nothing without a Reset and accumulate
+// bound gradients across runs; this package owns the replacements and the workarounds,
+// and known_issues_test.go pins each upstream bug so that an upgrade that fixes or
+// changes one is noticed.
 package autodiff

@@ -2,10 +2,38 @@ package autodiff_test
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/locusml/locus/autodiff"
 	"gorgonia.org/tensor"
 )
+
+// Parameters take hierarchical names from the scopes they are created in; the names
+// are the keys of checkpoints.
+func ExampleNewParams() {
+	ps, err := autodiff.NewParams(autodiff.Float32, 1)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	block := ps.Scope("blocks").Sub("0")
+	if _, err := block.Sub("attn").Sub("q").New("weight", []int{8, 8}, autodiff.XavierUniform(8, 8)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	if _, err := block.Sub("ln1").New("weight", []int{8}, autodiff.Ones()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, name := range ps.SortedNames() {
+		fmt.Println(name, ps.Get(name).Shape())
+	}
+	fmt.Println(ps.NumElements(), "values of", ps.Dtype())
+	// Output:
+	// blocks.0.attn.q.weight [8 8]
+	// blocks.0.ln1.weight [8]
+	// 72 values of float32
+}
 
 // A linear map y = x·W with a mean squared loss: one forward and backward pass, and the
 // gradient it adds into the parameter.
@@ -72,6 +100,33 @@ func ExampleGraph_LocalMean() {
 	fmt.Println(res.Values["m"].Data())
 	// Output:
 	// [3 4.5 6]
+}
+
+// A causal, hollow mask hides from query t the keys after it and its own: query 0 sees
+// no key and gets 0, not NaN. A score of −Inf (outside a compact kernel) weighs 0, so
+// query 2 averages key 0 alone.
+func ExampleMask() {
+	ps, _ := autodiff.NewParams(autodiff.Float64, 1)
+	build := func(g *autodiff.Graph) (autodiff.Outputs, error) {
+		m := g.LocalMean(g.Input("s"), g.Input("v"), nil, autodiff.Mask{Causal: true, Hollow: true})
+		return autodiff.Outputs{Values: map[string]*autodiff.Node{"m": m}}, g.Err()
+	}
+	ninf := math.Inf(-1)
+	res, err := autodiff.NewModel(ps, build, 0).Forward(map[string]*tensor.Dense{
+		"s": tensor.New(tensor.WithShape(1, 3, 3), tensor.WithBacking([]float64{
+			0, 0, 0,
+			0, 0, 0,
+			0, ninf, 0,
+		})),
+		"v": tensor.New(tensor.WithShape(1, 3, 1), tensor.WithBacking([]float64{3, 6, 9})),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%.2f\n", res.Values["m"].Data())
+	// Output:
+	// [0.00 3.00 3.00]
 }
 
 // CheckGradients compares the analytic gradient with finite differences.
