@@ -182,18 +182,21 @@ func ParseKernel(spec string) (ContentKernel, error) {
 	if p.tok.kind != tokEOF {
 		return nil, p.errorf(p.tok.pos, "unexpected %s after a complete kernel%s", p.tok.describe(), plusHint(p.tok))
 	}
-	return asContent(t), nil
+	return asContent(spec, t)
 }
 
 // asContent turns a term into a content kernel: a lone position kernel becomes the
 // product of the uniform kernel and itself.
-func asContent(t Term) ContentKernel {
+func asContent(spec string, t Term) (ContentKernel, error) {
 	if _, isProduct := t.(Product); !isProduct {
 		if pk, ok := t.(PositionKernel); ok {
-			return Product{Content: Uniform{}, Position: pk}
+			return Product{Content: Uniform{}, Position: pk}, nil
 		}
 	}
-	return t.(ContentKernel)
+	if k, ok := t.(ContentKernel); ok {
+		return k, nil
+	}
+	return nil, &SpecError{Spec: spec, Msg: fmt.Sprintf("%s (%T) is neither a content nor a position kernel", t.Name(), t)}
 }
 
 // formatArgs writes a form with arguments, e.g. "window(16)".
@@ -432,6 +435,8 @@ func combine(factors []Term, errAt func(i int, format string, args ...any) error
 					return nil, errAt(i, "a product holds at most one content kernel, got %s and %s (combine content kernels with mixture(...))", content.Name(), t.Name())
 				}
 				content = t
+			default:
+				return nil, errAt(i, "%s (%T) is neither a content nor a position kernel", t.Name(), t)
 			}
 		}
 	}
