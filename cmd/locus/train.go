@@ -120,6 +120,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if err := f.resumeFrom(fs, fam, ck); err != nil {
 			return err
 		}
+		if err := f.validate(); err != nil {
+			return err
+		}
 		modelCfg, dataCfg = ck.ModelConfig, ck.DataConfig
 	} else {
 		var err error
@@ -150,9 +153,6 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if dataCfg, err = json.Marshal(d); err != nil {
 			return err
 		}
-	}
-	if err := f.validate(); err != nil {
-		return err
 	}
 	ps, err := autodiff.NewParams(autodiff.Float32, f.seed)
 	if err != nil {
