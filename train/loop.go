@@ -109,6 +109,9 @@ type Loop struct {
 	Eval func(ctx context.Context) (Metrics, error)
 
 	Steps int // total number of steps, counting those before a Resume
+	// Accumulate is the number of batches whose gradients make one step (gradient
+	// accumulation, optim.Accumulator); the step's loss is their mean. 0 means 1.
+	Accumulate int
 
 	EvalEvery       int // evaluate every EvalEvery steps; 0: only at the end
 	LogEvery        int // record metrics every LogEvery steps; 0: DefaultLogEvery
@@ -170,6 +173,7 @@ type Loop struct {
 	lastLoss    float64
 	lastLR      float64
 	lastNorm    float64
+	acc         *optim.Accumulator
 }
 
 // Step returns the number of steps completed, counting those restored by Resume.
@@ -208,7 +212,7 @@ func (l *Loop) validate() error {
 		errs = append(errs, fmt.Errorf("Loop.Steps is %d, want > 0", l.Steps))
 	}
 	for name, v := range map[string]int{"EvalEvery": l.EvalEvery, "LogEvery": l.LogEvery,
-		"CheckpointEvery": l.CheckpointEvery, "KeepLast": l.KeepLast, "Patience": l.Patience} {
+		"CheckpointEvery": l.CheckpointEvery, "KeepLast": l.KeepLast, "Patience": l.Patience, "Accumulate": l.Accumulate} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %d, want >= 0", name, v))
 		}
@@ -314,6 +318,9 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 			return nil, fmt.Errorf("train: %w", err)
 		}
 	}
+	if l.acc, err = optim.NewAccumulator(l.Optimizer, max(l.Accumulate, 1)); err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
 	start := time.Now()
 	l.out = newPrinter(l)
 	defer l.out.close()
@@ -325,21 +332,18 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 			return l.interrupted(sum, start, err)
 		}
 		t0 := time.Now()
-		batch, err := l.Data.Next()
+		items, err := l.trainStep()
 		if errors.Is(err, io.EOF) {
 			l.out.message(fmt.Sprintf("data exhausted after step %d", l.step))
 			break
 		}
 		if err != nil {
-			return l.failed(sum, start, fmt.Errorf("train: step %d: next batch: %w", l.step+1, err))
-		}
-		if err := l.trainStep(batch); err != nil {
 			return l.failed(sum, start, err)
 		}
 		dt := time.Since(t0)
-		l.windowItems += batch.Items
+		l.windowItems += items
 		l.windowTime += dt
-		l.totalItems += batch.Items
+		l.totalItems += items
 		l.totalTime += dt
 
 		evalNow := l.Eval != nil && ((l.EvalEvery > 0 && l.step%l.EvalEvery == 0) || l.step == l.Steps)
@@ -373,37 +377,57 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	return l.finish(ctx, sum, start)
 }
 
-// trainStep runs one optimisation step.
-func (l *Loop) trainStep(b Batch) error {
+// trainStep runs one optimisation step over Accumulate batches and returns the number
+// of items they held. It returns io.EOF, having changed nothing, when the data runs out
+// before the step's batches are complete.
+func (l *Loop) trainStep() (int, error) {
 	step := l.step + 1
+	k := l.acc.MicroBatches()
+	batches := make([]Batch, k)
+	for i := range batches {
+		b, err := l.Data.Next()
+		if errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if err != nil {
+			return 0, fmt.Errorf("train: step %d: next batch: %w", step, err)
+		}
+		batches[i] = b
+	}
 	ps := l.Model.Params()
 	ps.ZeroGrad()
-	res, err := l.Model.ForwardBackward(b.Inputs)
-	if err != nil {
-		return fmt.Errorf("train: step %d: %w", step, err)
-	}
-	if !res.HasLoss {
-		return fmt.Errorf("train: step %d: the model returned no loss", step)
-	}
-	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
-		where := "no checkpoint was saved"
-		if l.lastCheckpoint != "" {
-			where = "the last checkpoint is " + l.lastCheckpoint
-		}
-		return fmt.Errorf("train: step %d: loss is %v; stopping (%s): %w", step, res.Loss, where, ErrDiverged)
-	}
 	lr := l.Optimizer.LR()
-	if err := l.Optimizer.Step(); err != nil {
-		if n := optim.GradNorm(l.Optimizer.Params()); math.IsNaN(n) || math.IsInf(n, 0) {
-			return fmt.Errorf("train: step %d: gradient norm is %v (loss %v); stopping: %w", step, n, res.Loss, ErrDiverged)
+	loss, items := 0.0, 0
+	for _, b := range batches {
+		res, err := l.Model.ForwardBackward(b.Inputs)
+		if err != nil {
+			return 0, fmt.Errorf("train: step %d: %w", step, err)
 		}
-		return fmt.Errorf("train: step %d: %w", step, err)
+		if !res.HasLoss {
+			return 0, fmt.Errorf("train: step %d: the model returned no loss", step)
+		}
+		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
+			where := "no checkpoint was saved"
+			if l.lastCheckpoint != "" {
+				where = "the last checkpoint is " + l.lastCheckpoint
+			}
+			return 0, fmt.Errorf("train: step %d: loss is %v; stopping (%s): %w", step, res.Loss, where, ErrDiverged)
+		}
+		loss += res.Loss
+		items += b.Items
+		if _, err := l.acc.Step(); err != nil {
+			if n := optim.GradNorm(l.Optimizer.Params()); math.IsNaN(n) || math.IsInf(n, 0) {
+				return 0, fmt.Errorf("train: step %d: gradient norm is %v (loss %v); stopping: %w", step, n, res.Loss, ErrDiverged)
+			}
+			return 0, fmt.Errorf("train: step %d: %w", step, err)
+		}
 	}
+	loss /= float64(k)
 	l.step = step
-	l.lastLoss, l.lastLR, l.lastNorm = res.Loss, lr, l.Optimizer.GradNorm()
-	l.state.WindowLoss += res.Loss
+	l.lastLoss, l.lastLR, l.lastNorm = loss, lr, l.Optimizer.GradNorm()
+	l.state.WindowLoss += loss
 	l.state.WindowSteps++
-	return nil
+	return items, nil
 }
 
 // observe evaluates and records metrics after a step, and tracks the best metric.
