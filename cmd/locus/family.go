@@ -20,6 +20,9 @@ type family interface {
 	configs(f *trainFlags) (model, data any, err error)
 	// toFlags writes saved configurations into f as the flags that would give them.
 	toFlags(model, data json.RawMessage, f *trainFlags) error
+	// configTypes returns zero values of the model and data configuration types, whose
+	// JSON keys a run file is checked against.
+	configTypes() (model, data any)
 	// open builds the model from its saved configuration, its parameters in ps, and its
 	// data unless data is empty.
 	open(model, data json.RawMessage, ps *autodiff.Params) (session, error)

@@ -49,6 +49,8 @@ func (daeFamily) configs(f *trainFlags) (any, any, error) {
 	return cfg, mnistData{Task: "mnist", MNIST: f.mnist, Batch: f.batch, Seed: f.seed}, nil
 }
 
+func (daeFamily) configTypes() (any, any) { return dae.Config{}, mnistData{} }
+
 func (daeFamily) toFlags(model, data json.RawMessage, f *trainFlags) error {
 	cfg, err := dae.ParseConfig(model)
 	if err != nil {

@@ -63,6 +63,10 @@ func (transformerFamily) configs(f *trainFlags) (any, any, error) {
 	return cfg, data.Config, nil
 }
 
+func (transformerFamily) configTypes() (any, any) {
+	return transformer.Config{}, transformer.DataConfig{}
+}
+
 func (transformerFamily) toFlags(model, data json.RawMessage, f *trainFlags) error {
 	cfg, err := transformer.ParseConfig(model)
 	if err != nil {

@@ -81,6 +81,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(stderr, "locus %s: %v\n", name, err)
+		return 130
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "locus %s: %s\n", name, strings.TrimPrefix(err.Error(), "usage: "))
 		return 2

@@ -7,9 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	iofs "io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -17,22 +21,11 @@ import (
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/transformer"
-	"github.com/locusml/locus/optim"
 	"github.com/locusml/locus/train"
 )
 
 func init() {
 	register("train", "train a model (default: a Transformer on the reverse task)", runTrain)
-}
-
-// trainSettings are the training settings saved with a run; on -resume the ones not
-// given on the command line keep the checkpoint's values.
-type trainSettings struct {
-	Steps     int     `json:"steps"`
-	LR        float64 `json:"lr"`
-	EvalEvery int     `json:"eval_every"`
-	EvalN     int     `json:"eval_n"`
-	Keep      int     `json:"keep"`
 }
 
 // trainFlags are the values of locus train's flags.
@@ -52,17 +45,14 @@ type trainFlags struct {
 	maxBytes                              int64
 	seed                                  uint64
 
-	settings    trainSettings
-	out, resume string
+	settings            trainSettings
+	out, resume, config string
 
 	set map[string]bool // the flags given on the command line
 }
 
-// Flags in each group of trainFlags.
-var (
-	modelFlags    = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
-	settingsFlags = []string{"steps", "lr", "eval-every", "eval-n", "keep"}
-)
+// modelFlags are the flags of the model and its data.
+var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
 
 // defineTrainFlags binds locus train's flags to f's fields.
 func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
@@ -78,20 +68,17 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.IntVar(&f.dff, "dff", 256, "feed-forward width")
 	fs.BoolVar(&f.postLN, "postln", false, "post-LN blocks instead of pre-LN")
 	fs.Float64Var(&f.dropout, "dropout", 0, "dropout probability")
-	fs.IntVar(&f.settings.Steps, "steps", 1000, "training steps (dae, ldae: 469 steps of batch 128 make one MNIST epoch)")
 	fs.IntVar(&f.batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
-	fs.Float64Var(&f.settings.LR, "lr", 1e-3, "Adam learning rate")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (parameters and data)")
 	fs.IntVar(&f.seqLen, "seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
 	fs.Float64Var(&f.corruptRate, "corrupt-rate", 0, "denoise-* tasks: fraction of positions corrupted, in (0, 1] (0: 0.15)")
 	fs.StringVar(&f.corruptMode, "corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
 	fs.StringVar(&f.data, "data", "", "charlm: a text file or folder (default: the Go standard library source)")
 	fs.Int64Var(&f.maxBytes, "maxbytes", 4<<20, "charlm: read at most this many bytes of text")
-	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics (default: runs/<task>)")
+	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics (default: runs/<task>-<n>, a new one)")
 	fs.StringVar(&f.resume, "resume", "", "resume from this run or checkpoint directory (the model comes from the checkpoint)")
-	fs.IntVar(&f.settings.EvalEvery, "eval-every", 200, "evaluate every N steps")
-	fs.IntVar(&f.settings.EvalN, "eval-n", 1000, "validation examples per evaluation")
-	fs.IntVar(&f.settings.Keep, "keep", 3, "step checkpoints to keep")
+	fs.StringVar(&f.config, "config", "", "start from a run file (a run's config.json); flags given override it")
+	defineSettingsFlags(fs, &f.settings)
 	fs.StringVar(&f.noise, "noise", "gaussian", "dae, ldae: corruption (gaussian, mask or saltpepper)")
 	fs.Float64Var(&f.sigma, "sigma", 0.3, "dae, ldae: noise level (Gaussian σ, or the corrupted fraction)")
 	fs.StringVar(&f.mnist, "mnist", "", "dae, ldae: folder of the MNIST IDX files (default: the GoMNIST module)")
@@ -105,11 +92,16 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	modelGiven := slices.ContainsFunc(modelFlags, func(n string) bool { return f.set[n] })
 
 	var name string
 	var fam family
 	var modelCfg, dataCfg json.RawMessage
-	if f.resume != "" {
+	var err error
+	switch {
+	case f.resume != "" && f.config != "":
+		return usageErrorf("-resume and -config do not go together: a resumed run keeps its own configuration")
+	case f.resume != "":
 		ck, err := train.LoadCheckpoint(f.resume)
 		if err != nil {
 			return err
@@ -117,44 +109,47 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if name, fam, err = checkpointFamily(ck); err != nil {
 			return err
 		}
-		if err := f.resumeFrom(fs, fam, ck); err != nil {
+		if err := f.takeFrom(fs, savedRun{fam, ck.ModelConfig, ck.DataConfig, ck.TrainConfig, ck.Dir}, true); err != nil {
 			return err
 		}
 		if err := f.validate(); err != nil {
 			return err
 		}
 		modelCfg, dataCfg = ck.ModelConfig, ck.DataConfig
-	} else {
-		var err error
-		if name, fam, err = familyOfKind(f.model); err != nil {
-			return err
-		}
-		if name == "dae" {
-			if !f.set["task"] {
-				f.task = "mnist"
-			}
-			if !f.set["batch"] {
-				f.batch = 128
-			}
-		}
-		if !f.set["arch"] && f.task == transformer.CharLM {
-			f.arch = transformer.ArchLM
-		}
-		if err := f.validate(); err != nil {
-			return err
-		}
-		m, d, err := fam.configs(f)
+	case f.config != "":
+		rc, err := readRunConfig(f.config)
 		if err != nil {
 			return err
 		}
-		if modelCfg, err = json.Marshal(m); err != nil {
+		if fam = families[rc.Family]; fam == nil {
+			return fmt.Errorf("%s: model family %q is not one the command line knows (%s)", f.config, rc.Family, strings.Join(sortedKeys(families), ", "))
+		}
+		if err := f.takeFrom(fs, savedRun{fam, rc.ModelConfig, rc.DataConfig, rc.Train, f.config}, false); err != nil {
 			return err
 		}
-		if dataCfg, err = json.Marshal(d); err != nil {
+		// Without model flags the run file's configurations are used as they are, so
+		// that settings no flag sets are kept too.
+		name, modelCfg, dataCfg = rc.Family, rc.ModelConfig, rc.DataConfig
+		if modelGiven {
+			if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
+				return err
+			}
+		}
+	default:
+		if err := resolveSettings(fs, &f.settings, f.set); err != nil {
+			return err
+		}
+		if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
 			return err
 		}
 	}
-	ps, err := autodiff.NewParams(autodiff.Float32, f.seed)
+	if err := f.validate(); err != nil {
+		return err
+	}
+	if n := f.settings.Threads; n > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	}
+	ps, err := autodiff.NewParams(f.settings.Dtype.Dtype, f.seed)
 	if err != nil {
 		return err
 	}
@@ -165,73 +160,131 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	return fit(name, s, ps, modelCfg, f, stdout, stderr)
 }
 
-// validate checks the flags that no configuration validates.
-func (f *trainFlags) validate() error {
-	st := f.settings
-	switch {
-	case st.Steps <= 0:
-		return usageErrorf("-steps must be > 0, got %d", st.Steps)
-	case f.batch <= 0 || f.batch > transformer.MaxBatch:
-		return usageErrorf("-batch must be in 1..%d, got %d", transformer.MaxBatch, f.batch)
-	case !(st.LR > 0):
-		return usageErrorf("-lr must be > 0, got %g", st.LR)
-	case f.seqLen < 0:
-		return usageErrorf("-seqlen must be >= 0, got %d", f.seqLen)
-	case st.EvalEvery < 0 || st.EvalN <= 0:
-		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
-	case st.Keep < 0:
-		return usageErrorf("-keep must be >= 0, got %d", st.Keep)
-	case (f.set["corrupt-rate"] || f.set["corrupt-mode"]) && !strings.HasPrefix(f.task, "denoise-"):
-		return usageErrorf("-corrupt-rate and -corrupt-mode are for the denoise-* tasks (got -task %s)", f.task)
+// newConfigs returns the family and the model and data configurations of the flags.
+func (f *trainFlags) newConfigs() (name string, fam family, model, data json.RawMessage, err error) {
+	if name, fam, err = familyOfKind(f.model); err != nil {
+		return
 	}
-	return nil
+	if name == "dae" {
+		if !f.set["task"] {
+			f.task = "mnist"
+		}
+		if !f.set["batch"] {
+			f.batch = 128
+		}
+	}
+	if !f.set["arch"] && f.task == transformer.CharLM {
+		f.arch = transformer.ArchLM
+	}
+	if err = f.validate(); err != nil {
+		return
+	}
+	m, d, err := fam.configs(f)
+	if err != nil {
+		return
+	}
+	if model, err = json.Marshal(m); err != nil {
+		return
+	}
+	data, err = json.Marshal(d)
+	return
 }
 
-// resumeFrom makes f continue the run of ck: a model or data flag given with a value
-// other than the checkpoint's is refused, naming the flag and both values; training
-// settings not given take the checkpoint's values.
-func (f *trainFlags) resumeFrom(fs *flag.FlagSet, fam family, ck *train.Checkpoint) error {
+// validate checks the flags that no configuration validates.
+func (f *trainFlags) validate() error {
+	switch {
+	case f.batch <= 0 || f.batch > transformer.MaxBatch:
+		return usageErrorf("-batch must be in 1..%d, got %d", transformer.MaxBatch, f.batch)
+	case f.seqLen < 0:
+		return usageErrorf("-seqlen must be >= 0, got %d", f.seqLen)
+	case (f.corruptRate != 0 || f.corruptMode != "") && !strings.HasPrefix(f.task, "denoise-"):
+		return usageErrorf("-corrupt-rate and -corrupt-mode are for the denoise-* tasks (got -task %s)", f.task)
+	}
+	return f.settings.validate()
+}
+
+// savedRun is the configuration of an earlier run: a checkpoint's or a run file's.
+type savedRun struct {
+	family            family
+	model, data, sets json.RawMessage
+	what              string // the checkpoint or file, for errors
+}
+
+// takeFrom fills the flags not given on the command line with the values of a saved
+// run. On resume, a model or data flag given with a value other than the saved one is
+// refused, naming the flag and both values, and so is another optimizer (its state
+// would not fit).
+func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) error {
 	saved := &trainFlags{}
-	savedFS := flag.NewFlagSet("checkpoint", flag.ContinueOnError)
+	savedFS := flag.NewFlagSet("saved", flag.ContinueOnError)
 	defineTrainFlags(savedFS, saved)
-	if err := fam.toFlags(ck.ModelConfig, ck.DataConfig, saved); err != nil {
-		return fmt.Errorf("%s: %w", ck.Dir, err)
+	if err := src.family.toFlags(src.model, src.data, saved); err != nil {
+		return fmt.Errorf("%s: %w", src.what, err)
 	}
-	if len(ck.TrainConfig) > 0 {
-		if err := json.Unmarshal(ck.TrainConfig, &saved.settings); err != nil {
-			return fmt.Errorf("%s: train config: %w", ck.Dir, err)
-		}
-	} else {
-		saved.settings = f.settings // a checkpoint without settings: the flags' defaults
+	if err := readSettings(src.sets, savedFS, &saved.settings, src.what+": training settings"); err != nil {
+		return err
 	}
-	for _, name := range modelFlags {
-		if !f.set[name] {
-			continue
-		}
-		given, had := fs.Lookup(name).Value.String(), savedFS.Lookup(name).Value.String()
-		if given != had {
-			return usageErrorf("-%s %s differs from the checkpoint's %s: a resumed run keeps its model and data (train a new run with -out DIR to change them)", name, given, had)
+	if resume {
+		for _, name := range append(slices.Clone(modelFlags), "optim") {
+			if !f.set[name] {
+				continue
+			}
+			given, had := fs.Lookup(name).Value.String(), savedFS.Lookup(name).Value.String()
+			switch {
+			case given == had:
+			case name == "optim":
+				return usageErrorf("-optim %s differs from the checkpoint's %s: the optimizer's state cannot carry over (train a new run with -out DIR)", given, had)
+			default:
+				return usageErrorf("-%s %s differs from the checkpoint's %s: a resumed run keeps its model and data (train a new run with -out DIR to change them)", name, given, had)
+			}
 		}
 	}
-	for _, name := range settingsFlags {
-		if !f.set[name] {
-			if err := fs.Set(name, savedFS.Lookup(name).Value.String()); err != nil {
+	take := func(name string) error {
+		if f.set[name] {
+			return nil
+		}
+		f.set[name] = true
+		return fs.Set(name, savedFS.Lookup(name).Value.String())
+	}
+	isConditional := map[string]bool{}
+	for _, c := range conditionals {
+		isConditional[settingsFlags[c.key]] = true
+	}
+	names := slices.Clone(modelFlags)
+	for _, key := range settingsKeys() {
+		if name := settingsFlags[key]; !isConditional[name] {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		if err := take(name); err != nil {
+			return err
+		}
+	}
+	// A setting of the saved optimizer or schedule carries over when the (possibly
+	// different) one of this run uses it too.
+	for _, c := range conditionals {
+		if c.uses(&f.settings) && c.uses(&saved.settings) {
+			if err := take(settingsFlags[c.key]); err != nil {
 				return err
 			}
 		}
 	}
-	saved.settings, saved.out, saved.resume, saved.set = f.settings, f.out, f.resume, f.set
-	*f = *saved
-	return nil
+	return resolveSettings(fs, &f.settings, f.set)
 }
 
-// fit trains the session's model with Adam, checkpointing into a run directory (-out,
-// or runs/<task>), and prints the summary.
+// errInterrupted marks a run stopped by a signal (exit status 130, as a shell reports
+// SIGINT).
+var errInterrupted = errors.New("interrupted")
+
+// fit trains the session's model with the optimizer of the settings, checkpointing into
+// a run directory (-out, or a new runs/<task>-<n>), and prints the summary.
 func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessage, f *trainFlags, stdout, stderr io.Writer) error {
-	st := f.settings
-	acfg := optim.DefaultAdamConfig()
-	acfg.LR = st.LR
-	opt, err := optim.NewAdam(optim.All(ps.List()), acfg)
+	st := &f.settings
+	if st.Best == "" {
+		st.Best = s.bestMetric()
+	}
+	opt, err := st.newOptimizer(ps)
 	if err != nil {
 		return err
 	}
@@ -240,11 +293,12 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		return err
 	}
 	dir := f.out
-	if dir == "" && f.resume == "" {
-		dir = filepath.Join("runs", f.task)
-	}
 	if f.resume == "" {
-		if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
+		if dir == "" {
+			if dir, err = newRunDir("runs", f.task); err != nil {
+				return err
+			}
+		} else if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
 			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
 		}
 	}
@@ -253,22 +307,28 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
 		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
-		Steps: st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery,
-		Dir: dir, KeepLast: st.Keep, Best: s.bestMetric(), BestMode: "min",
-		ItemsName: s.itemsName(), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: st, Out: stderr,
+		Steps: st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
+		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
+		ItemsName: s.itemsName(), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
 	}
 	if f.resume != "" {
 		if err := loop.Resume(f.resume); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(stderr, "locus train: %s, %d parameters -> %s\n", s.describe(), ps.NumElements(), loop.Dir)
+	if err := writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s\n", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	sum, err := loop.Run(ctx)
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("interrupted: %w", err)
+		if errors.Is(err, context.Canceled) && sum != nil {
+			if sum.Checkpoint != "" && filepath.Base(sum.Checkpoint) == fmt.Sprintf("step-%06d", sum.Step) {
+				return fmt.Errorf("%w after step %d; checkpoint saved in %s (continue with -resume %s)", errInterrupted, sum.Step, sum.Checkpoint, loop.Dir)
+			}
+			return fmt.Errorf("%w: %v", errInterrupted, err)
 		}
 		return err
 	}
@@ -276,7 +336,11 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	for _, k := range sortedKeys(sum.Eval) {
 		fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
 	}
-	fmt.Fprintf(stdout, "  %.0f %s/s  %s\ncheckpoint: %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8), sum.Checkpoint)
+	fmt.Fprintf(stdout, "  %.0f %s/s  %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8))
+	if sum.StoppedEarly {
+		fmt.Fprintf(stdout, "stopped early: best %s %.4f at step %d\n", st.Best, sum.BestValue, sum.BestStep)
+	}
+	fmt.Fprintf(stdout, "run: %s  checkpoint: %s\n", loop.Dir, sum.Checkpoint)
 	if err := s.finish(loop.Dir, run, seed+3, stdout); err != nil {
 		return err
 	}
@@ -285,4 +349,34 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		fmt.Fprintf(stdout, "bandwidth %s = %.4g\n", k, bw[k])
 	}
 	return nil
+}
+
+// newRunDir creates and returns a new run directory parent/<task>-<n>, n one more than
+// the largest there (creating it claims it, so two runs started together differ).
+func newRunDir(parent, task string) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return "", err
+	}
+	n := 1
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Name(), task+"-"); ok {
+			if k, err := strconv.Atoi(rest); err == nil && k >= n {
+				n = k + 1
+			}
+		}
+	}
+	for ; ; n++ {
+		dir := filepath.Join(parent, fmt.Sprintf("%s-%d", task, n))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, iofs.ErrExist) {
+			return "", err
+		}
+	}
 }
