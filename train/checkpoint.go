@@ -63,7 +63,8 @@ type Checkpoint struct {
 	RNG []byte
 	// DataState is the data's position (Data.State).
 	DataState json.RawMessage
-	// History holds the metrics records written so far, in step order.
+	// History holds the metrics records of this step (the run's history is its
+	// MetricsFile; checkpoints of older versions hold all of it).
 	History []Record
 	// Loop is the training loop's own bookkeeping; other code can ignore it.
 	Loop LoopState

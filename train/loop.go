@@ -132,8 +132,9 @@ type Loop struct {
 	BestMode string
 	// Patience stops training after that many evaluations without improvement of
 	// Best; 0 never stops early. When Best is set, the model's parameters hold the best
-	// weights when Run returns, however training ended; the last step checkpoint keeps
-	// the latest weights, so that training can resume.
+	// weights when Run returns, however training ended, unless ctx was cancelled (then
+	// they are the latest, those of the checkpoint Run saved); the last step checkpoint
+	// keeps the latest weights, so that training can resume.
 	Patience int
 
 	// ItemsName names Batch.Items in the progress output, e.g. "tokens" or "samples";
@@ -574,9 +575,46 @@ func (l *Loop) snapshot() (*Checkpoint, error) {
 		TrainConfig: l.trainConfig,
 		RNG:         rng,
 		DataState:   ds,
-		History:     slices.Clone(l.history),
+		History:     l.stepRecords(),
 		Loop:        l.state,
 	}, nil
+}
+
+// stepRecords returns the records of the current step: a checkpoint holds the metrics of
+// its own step, the history stays in MetricsFile.
+func (l *Loop) stepRecords() []Record {
+	i := len(l.history)
+	for i > 0 && l.history[i-1].Step == l.step {
+		i--
+	}
+	return slices.Clone(l.history[i:])
+}
+
+// readHistory returns the records of the metrics log in dir up to step. A last line
+// cut short by a crash is skipped.
+func readHistory(dir string, step int) ([]Record, error) {
+	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var out []Record
+	for i, line := range lines {
+		if line == "" {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			if i == len(lines)-1 {
+				break
+			}
+			return nil, fmt.Errorf("%s: line %d: %w", filepath.Join(dir, MetricsFile), i+1, err)
+		}
+		if r.Step <= step {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // stepDirName is the name of the checkpoint of a step.
@@ -711,10 +749,14 @@ func (l *Loop) finish(ctx context.Context, sum *Summary, start time.Time) (*Summ
 		return l.failed(sum, start, err)
 	}
 	l.out.done(l.progress(start, evalNow, true))
-	return l.summarize(sum, start), nil
+	l.summarize(sum, start)
+	l.restoreBest()
+	return sum, nil
 }
 
-// interrupted saves a checkpoint after a cancellation and returns the error to report.
+// interrupted saves a checkpoint after a cancellation and returns the error to report
+// (it is the only report: nothing is printed). The parameters keep the latest weights,
+// those of the checkpoint.
 func (l *Loop) interrupted(sum *Summary, start time.Time, cause error) (*Summary, error) {
 	if l.Dir == "" {
 		l.summarize(sum, start)
@@ -724,7 +766,6 @@ func (l *Loop) interrupted(sum *Summary, start time.Time, cause error) (*Summary
 		l.summarize(sum, start)
 		return sum, fmt.Errorf("train: interrupted after step %d; saving a checkpoint failed: %v: %w", l.step, err, cause)
 	}
-	l.out.message(fmt.Sprintf("interrupted after step %d; checkpoint saved in %s", l.step, l.lastCheckpoint))
 	l.summarize(sum, start)
 	return sum, fmt.Errorf("train: interrupted after step %d; checkpoint saved in %s (resume from %s): %w",
 		l.step, l.lastCheckpoint, l.Dir, cause)
@@ -733,10 +774,11 @@ func (l *Loop) interrupted(sum *Summary, start time.Time, cause error) (*Summary
 // failed ends a Run on an error: the best weights are restored and the error returned.
 func (l *Loop) failed(sum *Summary, start time.Time, err error) (*Summary, error) {
 	l.summarize(sum, start)
+	l.restoreBest()
 	return sum, err
 }
 
-// summarize fills in the summary and puts the best weights back.
+// summarize fills in the summary.
 func (l *Loop) summarize(sum *Summary, start time.Time) *Summary {
 	sum.Step, sum.Loss, sum.Eval = l.step, l.lastLoss, l.lastEval
 	sum.BestStep, sum.BestValue = l.state.BestStep, l.state.BestValue
@@ -745,6 +787,11 @@ func (l *Loop) summarize(sum *Summary, start time.Time) *Summary {
 	if secs := l.totalTime.Seconds(); secs > 0 {
 		sum.ItemsPerSec = float64(l.totalItems) / secs
 	}
+	return sum
+}
+
+// restoreBest puts the best weights back into the model's parameters.
+func (l *Loop) restoreBest() {
 	if l.Best != "" && l.bestParams != nil && l.state.BestStep != l.step {
 		for _, p := range l.Model.Params().List() {
 			if t, ok := l.bestParams[p.Name()]; ok {
@@ -753,11 +800,11 @@ func (l *Loop) summarize(sum *Summary, start time.Time) *Summary {
 		}
 		l.out.message(fmt.Sprintf("restored the best weights (%s %s at step %d)", l.Best, formatValue(l.state.BestValue), l.state.BestStep))
 	}
-	return sum
 }
 
 // Resume restores the state saved in a checkpoint: parameters, optimizer, step, model
-// RNG, data position, metrics history and best-metric tracking, so that Run continues
+// RNG, data position, metrics history (from the run directory's MetricsFile) and
+// best-metric tracking, so that Run continues
 // exactly where the checkpointed run was. path is a run directory (its latest
 // checkpoint is used) or a checkpoint directory. The Loop's Model, Optimizer and Data
 // must be built as for the saved run. If Dir is empty it becomes the run directory of
@@ -787,7 +834,15 @@ func (l *Loop) Resume(path string) error {
 		}
 	}
 	l.step = ck.Step
+	// The history is the run's metrics log up to the checkpoint; a checkpoint away from
+	// its run directory (or one written when checkpoints held the whole history) has
+	// its own records.
 	l.history = slices.Clone(ck.History)
+	if h, err := readHistory(filepath.Dir(ck.Dir), ck.Step); err == nil && len(h) >= len(ck.History) {
+		l.history = h
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("train: resume: %w", err)
+	}
 	l.state = ck.Loop
 	l.lastSavedStep, l.lastCheckpoint = ck.Step, ck.Dir
 	l.lastEval = nil

@@ -128,9 +128,16 @@ func newBarPrinter(l *Loop) *barPrinter {
 	return p
 }
 
+// step updates the bar. The bar's count is the step (after a Resume, the steps of this
+// Run, with the step it started from in the description), so the description does not
+// repeat it: the bar renders when the description changes, and a second count one
+// step behind would show.
 func (p *barPrinter) step(pr Progress) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "step %d/%d loss %s", pr.Step, pr.Steps, formatValue(pr.Loss))
+	if p.start > 0 {
+		fmt.Fprintf(&b, "from step %d: ", p.start)
+	}
+	fmt.Fprintf(&b, "loss %s", formatValue(pr.Loss))
 	if name, v, ok := p.valMetric(pr.Eval); ok {
 		fmt.Fprintf(&b, " %s %s", name, formatValue(v))
 	}
@@ -138,8 +145,8 @@ func (p *barPrinter) step(pr Progress) {
 	if pr.ItemsPerSec > 0 {
 		fmt.Fprintf(&b, " %s %s/s", humanize(pr.ItemsPerSec), p.items)
 	}
-	p.bar.Describe(b.String())
 	p.bar.Set(pr.Step - p.start)
+	p.bar.Describe(b.String())
 }
 
 // valMetric picks the evaluation metric to show: Best if it is one, else the loss.

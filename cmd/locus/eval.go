@@ -139,9 +139,8 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(ck.History) > 0 {
-		last := ck.History[len(ck.History)-1]
-		b, _ := json.Marshal(last)
-		fmt.Fprintf(stdout, "metrics (%d records), last: %s\n", len(ck.History), b)
+		b, _ := json.Marshal(ck.History[len(ck.History)-1])
+		fmt.Fprintf(stdout, "metrics: %s\n", b)
 	}
 	if *plot != "" {
 		src := filepath.Join(filepath.Dir(ck.Dir), train.PlotFile)

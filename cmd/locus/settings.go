@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -241,6 +242,9 @@ func readSettings(raw json.RawMessage, fs *flag.FlagSet, st *trainSettings, what
 		text := fmt.Sprint(v)
 		if f, ok := v.(float64); ok {
 			text = strconv.FormatFloat(f, 'g', -1, 64)
+			if f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+				text = strconv.FormatFloat(f, 'f', -1, 64) // an integer setting
+			}
 		}
 		if err := fs.Set(name, text); err != nil {
 			return fmt.Errorf("%s: %s: %w", what, k, err)

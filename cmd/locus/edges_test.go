@@ -1,0 +1,84 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locusml/locus/train"
+)
+
+// The rough edges of issue #20, one test each.
+
+func TestUnknownFlagIsOneLine(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "train", "-bogus")
+	want := "locus train: flag provided but not defined: -bogus (run 'locus train -h' for the flags)\n"
+	if code != 2 || stderr != want || stdout != "" {
+		t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, stderr, want)
+	}
+}
+
+// TestInterruptNamesCheckpoint sends the process a real SIGINT while a run trains: the
+// run saves a checkpoint, says so once, and exits 130; the checkpoint resumes.
+func TestInterruptNamesCheckpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result)
+	go func() {
+		code, stdout, stderr := runCLI(t, append([]string{"train", "-steps", "1000000", "-eval-every", "2", "-out", dir}, tiny[:len(tiny)-4]...)...)
+		done <- result{code, stdout, stderr}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint after 30s")
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.code != 130 {
+		t.Fatalf("exit %d, want 130\n%s", r.code, r.stderr)
+	}
+	ck, err := train.LoadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(r.stderr, "interrupted"); n != 1 {
+		t.Errorf("%d lines say interrupted:\n%s", n, r.stderr)
+	}
+	last := strings.TrimSpace(r.stderr[strings.LastIndex(strings.TrimSpace(r.stderr), "\n")+1:])
+	if !strings.HasPrefix(last, "locus train: interrupted after step") || !strings.Contains(last, "checkpoint saved in "+ck.Dir) || strings.Contains(last, "context canceled") {
+		t.Errorf("last line %q does not name the checkpoint %s once", last, ck.Dir)
+	}
+	if strings.Contains(r.stderr, "restored the best weights") {
+		t.Errorf("an exiting process restores the best weights:\n%s", r.stderr)
+	}
+	mustTrain(t, "-steps", "4", "-resume", dir) // any step count at or past it finishes at once
+}
+
+// TestDefaultRunDirsDoNotCollide runs the same command twice without -out.
+func TestDefaultRunDirsDoNotCollide(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, want := range []string{"runs/sort-1", "runs/sort-2"} {
+		code, stdout, stderr := runCLI(t, append([]string{"train", "-steps", "2"}, tiny...)...)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		if !strings.Contains(stderr, "-> "+want+"\n") || !strings.Contains(stdout, "run: "+want+" ") {
+			t.Errorf("run did not say it went to %s:\n%s%s", want, stderr, stdout)
+		}
+		if _, err := os.Stat(filepath.Join(want, runConfigFile)); err != nil {
+			t.Error(err)
+		}
+	}
+}
