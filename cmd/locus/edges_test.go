@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/locusml/locus/train"
 )
@@ -79,6 +81,30 @@ func TestDefaultRunDirsDoNotCollide(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(want, runConfigFile)); err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+// TestSampleEmptyPromptAndUTF8 trains a byte-level LM on text with multi-byte
+// characters: an empty prompt samples from the start of a line, and hot sampling from
+// an untrained model never prints invalid UTF-8.
+func TestSampleEmptyPromptAndUTF8(t *testing.T) {
+	base := t.TempDir()
+	text := filepath.Join(base, "text.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("héllo wörld, ñandú 日本語 ✓\n", 40)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(base, "lm")
+	mustTrain(t, "-task", "charlm", "-data", text, "-seqlen", "8", "-layers", "1", "-dmodel", "8", "-heads", "2", "-dff", "16", "-batch", "4", "-steps", "2", "-eval-n", "8", "-out", dir)
+	for _, prompt := range []string{"", "h"} {
+		for seed := range 5 {
+			code, stdout, stderr := runCLI(t, "sample", "-ckpt", dir, "-prompt", prompt, "-n", "60", "-temperature", "3", "-seed", fmt.Sprint(seed))
+			if code != 0 {
+				t.Fatalf("sample -prompt %q: exit %d\n%s", prompt, code, stderr)
+			}
+			if !utf8.ValidString(stdout) || !strings.HasPrefix(stdout, prompt) {
+				t.Errorf("sample -prompt %q: %q", prompt, stdout)
+			}
 		}
 	}
 }

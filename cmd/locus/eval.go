@@ -159,7 +159,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 func runSample(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sample", "-ckpt DIR -prompt TEXT [-n 200] [-temperature 0.8] [-topk 0] [-topp 0]", stderr)
 	ckpt := fs.String("ckpt", "", "character LM checkpoint or run directory")
-	prompt := fs.String("prompt", "", "text to continue")
+	prompt := fs.String("prompt", "", "text to continue (empty: start at the beginning of a line)")
 	n := fs.Int("n", 200, "characters to generate")
 	temp := fs.Float64("temperature", 0.8, "sampling temperature (0: greedy)")
 	topK := fs.Int("topk", 0, "keep the k most likely characters (0: all)")
@@ -184,12 +184,16 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%s: sample needs a character LM checkpoint (task charlm), got %s", ld.ck.Dir, ld.sess.describe())
 	}
 	corpus := s.data.Corpus
-	ids, err := corpus.Vocab.Encode([]byte(*prompt))
-	if err != nil {
-		return fmt.Errorf("-prompt: %w", err)
+	start := *prompt
+	if start == "" {
+		start = "\n" // the start symbol: a line begins after a newline
 	}
-	if len(ids) == 0 {
-		return usageErrorf("-prompt must not be empty")
+	ids, err := corpus.Vocab.Encode([]byte(start))
+	if err != nil {
+		if *prompt == "" {
+			return fmt.Errorf("%s: the corpus has no newline to start from: give a -prompt", ld.ck.Dir)
+		}
+		return fmt.Errorf("-prompt: %w", err)
 	}
 	dec, err := transformer.NewGenerator(s.model)
 	if err != nil {
@@ -203,6 +207,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%s%s\n", *prompt, strings.TrimRight(string(text), "\x00"))
+	// The vocabulary is bytes: sampled bytes that do not form UTF-8 are shown as U+FFFD.
+	out := strings.ToValidUTF8(*prompt+strings.TrimRight(string(text), "\x00"), "\uFFFD")
+	fmt.Fprintf(stdout, "%s\n", out)
 	return nil
 }

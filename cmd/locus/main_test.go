@@ -199,8 +199,16 @@ func TestMethodsCSV(t *testing.T) {
 	if first == last || lines[2][len(lines[2])-1:] != first || lines[5][len(lines[5])-1:] != last {
 		t.Errorf("meanshift labels do not split the two blobs:\n%s", stdout)
 	}
-	if code, stdout, stderr := runCLI(t, "nw", "-in", pts, "-bandwidth", "0.5"); code != 0 || len(strings.Split(strings.TrimSpace(stdout), "\n")) != 6 {
+	// nw keeps the header as meanshift does: the training file's, or the query file's.
+	if code, stdout, stderr := runCLI(t, "nw", "-in", pts, "-bandwidth", "0.5"); code != 0 || len(strings.Split(strings.TrimSpace(stdout), "\n")) != 7 || !strings.HasPrefix(stdout, "x,y\n") {
 		t.Fatalf("nw: exit %d\n%s%s", code, stdout, stderr)
+	}
+	query := filepath.Join(dir, "query.csv")
+	if err := os.WriteFile(query, []byte("x\n0.05\n5.05\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, "nw", "-in", pts, "-query", query, "-bandwidth", "0.5"); code != 0 || len(strings.Split(strings.TrimSpace(stdout), "\n")) != 3 || !strings.HasPrefix(stdout, "x,y\n0.05,") {
+		t.Fatalf("nw -query: exit %d\n%s%s", code, stdout, stderr)
 	}
 	bad := filepath.Join(dir, "bad.csv")
 	for _, tc := range []struct{ text, want string }{

@@ -93,9 +93,9 @@ func runMeanShift(args []string, stdout, stderr io.Writer) error {
 
 func runNW(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("nw", "-in train.csv -query x.csv [-out pred.csv] [-kernel gaussian] [-bandwidth H] [-ycols 1]", stderr)
-	in := fs.String("in", "", "training CSV: feature columns then -ycols target columns")
-	query := fs.String("query", "", "query CSV: feature columns only (default: the training features)")
-	out := fs.String("out", "-", "output CSV: query columns plus predictions; - for stdout")
+	in := fs.String("in", "", "training CSV: feature columns then -ycols target columns (an optional header line names them)")
+	query := fs.String("query", "", "query CSV: feature columns only (default: the training features); an optional header line is kept")
+	out := fs.String("out", "-", "output CSV: query columns plus predictions, with a header when the query rows have one; - for stdout")
 	kernel := fs.String("kernel", "gaussian", "kernel: "+fmt.Sprint(layers.KernelNames()))
 	bw := fs.Float64("bandwidth", 0, "bandwidth; 0 uses Scott's rule")
 	ycols := fs.Int("ycols", 1, "number of target columns at the end of each training row")
@@ -109,7 +109,7 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageErrorf("-kernel: %v", err)
 	}
-	_, rows, err := readCSVFile(*in)
+	header, rows, err := readCSVFile(*in)
 	if err != nil {
 		return err
 	}
@@ -125,9 +125,22 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 	for i, r := range rows {
 		x[i], y[i] = r[:d], r[d:]
 	}
+	// The output's header, as meanshift's: the echoed rows' header (the query file's, or
+	// the training features'), then the targets' names.
+	var outHeader []string
+	if header != nil {
+		outHeader = header[:d]
+	}
+	targets := make([]string, *ycols)
+	for i := range targets {
+		targets[i] = fmt.Sprintf("pred_%d", i+1)
+		if header != nil {
+			targets[i] = header[d+i]
+		}
+	}
 	queries := x
 	if *query != "" {
-		_, queries, err = readCSVFile(*query)
+		outHeader, queries, err = readCSVFile(*query)
 		if err != nil {
 			return err
 		}
@@ -149,7 +162,10 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 	for i, q := range queries {
 		outRows[i] = append(append([]float64(nil), q...), pred[i]...)
 	}
-	if err := methods.WriteCSV(w, nil, outRows); err != nil {
+	if outHeader != nil {
+		outHeader = append(append([]string(nil), outHeader...), targets...)
+	}
+	if err := methods.WriteCSV(w, outHeader, outRows); err != nil {
 		return err
 	}
 	return closeOut()
