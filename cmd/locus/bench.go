@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -20,7 +21,36 @@ func init() {
 	register("bench", "time the reference workloads (charlm, attn, dae), optionally against PyTorch", runBench)
 }
 
-const defaultPeer = "/work/shared/peers/torch_peer.py"
+// peerEnv names the environment variable that locates torch_peer.py.
+const peerEnv = "LOCUS_TORCH_PEER"
+
+// peerPath is where the peer script lives relative to a directory that holds it
+// (the folder above a checkout, next to the repository).
+var peerPath = filepath.Join("shared", "peers", "torch_peer.py")
+
+// findPeer returns $LOCUS_TORCH_PEER, or shared/peers/torch_peer.py in the current
+// directory or the nearest folder above it that has one.
+func findPeer() (string, error) {
+	if p := os.Getenv(peerEnv); p != "" {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, peerPath)
+		if _, err := os.Stat(p); err == nil {
+			if rel, err := filepath.Rel(wd, p); err == nil {
+				return rel, nil
+			}
+			return p, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", usageErrorf("-compare: no %s in %s or a folder above it: pass -peer FILE or set %s", peerPath, wd, peerEnv)
+		}
+	}
+}
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
@@ -33,7 +63,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed iterations to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile to this file at the end")
 	compare := fs.Bool("compare", false, "run PyTorch's peer script and Locus back to back, each in its own process, and print the ratio table")
-	peer := fs.String("peer", defaultPeer, "-compare: path of torch_peer.py")
+	peer := fs.String("peer", "", "-compare: path of torch_peer.py (default: $"+peerEnv+", else "+peerPath+" in the current folder or the nearest one above it, e.g. ../shared/peers/torch_peer.py from the repository)")
 	python := fs.String("python", "/usr/bin/python3", "-compare: the Python interpreter with torch")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -51,6 +81,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		runtime.GOMAXPROCS(*threads)
 	}
 	if *compare {
+		if *peer == "" {
+			p, err := findPeer()
+			if err != nil {
+				return err
+			}
+			*peer = p
+		}
 		return runCompare(names, *steps, *warmup, *seed, *threads, *python, *peer, *asJSON, stdout, stderr)
 	}
 	if len(names) > 1 && (*cpuProfile != "" || *memProfile != "") {
@@ -129,8 +166,15 @@ func printResult(w io.Writer, r *bench.Result) {
 	if r.FwdMedianMs > 0 {
 		fmt.Fprintf(w, ", forward only %.2f ms", r.FwdMedianMs)
 	}
-	fmt.Fprintf(w, "\n  %.0f %s/s, peak RSS %.1f MiB, %.0f allocations (%.0f KiB) per step, loss %.4f -> %.4f\n",
-		r.Throughput, r.Units, r.PeakRSSMiB, r.AllocsPerStep, r.BytesPerStep/1024, r.LossFirst, r.LossLast)
+	fmt.Fprintf(w, "\n  %.0f %s/s, peak RSS %.1f MiB, %.0f allocations (%.0f KiB) per step, ",
+		r.Throughput, r.Units, r.PeakRSSMiB, r.AllocsPerStep, r.BytesPerStep/1024)
+	if r.OptMedianMs > 0 {
+		fmt.Fprintf(w, "loss %.4f -> %.4f\n", r.LossFirst, r.LossLast)
+	} else {
+		// A timing-only workload (attn): its scalar is the sum of the outputs on random
+		// data, which no optimizer lowers, so it is not shown as a loss.
+		fmt.Fprintln(w, "timing only (forward and backward, no optimizer)")
+	}
 	fmt.Fprintf(w, "  CPU %.2f ms per step; other processes used %.2f cores meanwhile (0 = clean), this one %.2f\n", r.CPUMsPerStep, r.OtherCPUCores, r.OwnCPUCores)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/locusml/locus/bench"
 	"github.com/locusml/locus/train"
 )
 
@@ -106,5 +107,46 @@ func TestSampleEmptyPromptAndUTF8(t *testing.T) {
 				t.Errorf("sample -prompt %q: %q", prompt, stdout)
 			}
 		}
+	}
+}
+
+// TestBenchPeerAndAttnLine: the peer script is found relative to the working folder or
+// from the environment, and a timing-only workload prints no loss.
+func TestBenchPeerAndAttnLine(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "locus")
+	if err := os.MkdirAll(filepath.Join(root, "shared", "peers"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(repo, "cmd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, peerPath), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(peerEnv, "")
+	t.Chdir(filepath.Join(repo, "cmd"))
+	if p, err := findPeer(); err != nil || p != filepath.Join("..", "..", peerPath) {
+		t.Errorf("findPeer from the repository: %q, %v", p, err)
+	}
+	t.Setenv(peerEnv, "/elsewhere/peer.py")
+	if p, err := findPeer(); err != nil || p != "/elsewhere/peer.py" {
+		t.Errorf("findPeer with %s: %q, %v", peerEnv, p, err)
+	}
+	t.Setenv(peerEnv, "")
+	t.Chdir(t.TempDir())
+	if _, err := findPeer(); err == nil || !strings.Contains(err.Error(), peerEnv) {
+		t.Errorf("findPeer without a peer: %v", err)
+	}
+
+	var b strings.Builder
+	printResult(&b, &bench.Result{Workload: "attn", LossFirst: -125.8, LossLast: 45.2})
+	if strings.Contains(b.String(), "-125.8") || !strings.Contains(b.String(), "timing only") {
+		t.Errorf("attn result:\n%s", b.String())
+	}
+	b.Reset()
+	printResult(&b, &bench.Result{Workload: "charlm", OptMedianMs: 1, LossFirst: 3.2, LossLast: 2.9})
+	if !strings.Contains(b.String(), "loss 3.2000 -> 2.9000") {
+		t.Errorf("charlm result:\n%s", b.String())
 	}
 }
