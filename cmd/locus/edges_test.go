@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/locusml/locus/bench"
+	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/train"
 )
 
@@ -148,5 +149,33 @@ func TestBenchPeerAndAttnLine(t *testing.T) {
 	printResult(&b, &bench.Result{Workload: "charlm", OptMedianMs: 1, LossFirst: 3.2, LossLast: 2.9})
 	if !strings.Contains(b.String(), "loss 3.2000 -> 2.9000") {
 		t.Errorf("charlm result:\n%s", b.String())
+	}
+}
+
+// TestLDAENamesMatchTensors: the bandwidths ldae prints are named as its tensors.
+func TestLDAENamesMatchTensors(t *testing.T) {
+	if _, err := datasets.DefaultMNISTDir(); err != nil {
+		t.Skipf("MNIST not found: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "ldae")
+	out := mustTrain(t, "-model", "ldae", "-steps", "1", "-eval-n", "10", "-out", dir)
+	ck, err := train.LoadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		name, ok := strings.CutPrefix(line, "bandwidth ")
+		if !ok {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		n++
+		if _, ok := ck.Params[name+".rho"]; !ok {
+			t.Errorf("printed bandwidth %q has no tensor %s.rho", name, name)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no bandwidths printed:\n%s", out)
 	}
 }
