@@ -39,7 +39,8 @@
 // A checkpoint is a directory of three files: ModelFile (the parameters in safetensors
 // format, under their parameter names and in their dtype), OptimizerFile (the optimizer's
 // State tensors) and MetaFile (JSON: the step, the model and data configurations, the
-// model's RNG state, the data position, the metrics history, the versions of the format,
+// model's RNG state, the data position, the metrics of its step (the history is
+// MetricsFile, which Resume reads), the versions of the format,
 // Locus and Go, and the size and SHA-256 of the tensor files). SaveCheckpoint writes it
 // atomically: files are written and synced in a temporary directory that is then renamed,
 // and LATEST is replaced by renaming a synced temporary file, so a crash never leaves a

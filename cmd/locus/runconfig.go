@@ -65,7 +65,7 @@ func readRunConfig(path string) (*runConfig, error) {
 		return nil, err
 	}
 	var rc runConfig
-	if err := checkKeys(b, reflect.TypeFor[runConfig](), path); err != nil {
+	if err := checkKeys(b, reflect.TypeFor[runConfig](), path, ""); err != nil {
 		return nil, err
 	}
 	if err := json.Unmarshal(b, &rc); err != nil {
@@ -76,11 +76,11 @@ func readRunConfig(path string) (*runConfig, error) {
 	}
 	if fam := families[rc.Family]; fam != nil {
 		model, data := fam.configTypes()
-		if err := checkKeys(rc.ModelConfig, reflect.TypeOf(model), path+": model_config"); err != nil {
+		if err := checkKeys(rc.ModelConfig, reflect.TypeOf(model), path, "model_config."); err != nil {
 			return nil, err
 		}
 		if len(rc.DataConfig) > 0 {
-			if err := checkKeys(rc.DataConfig, reflect.TypeOf(data), path+": data_config"); err != nil {
+			if err := checkKeys(rc.DataConfig, reflect.TypeOf(data), path, "data_config."); err != nil {
 				return nil, err
 			}
 		}
@@ -91,8 +91,9 @@ func readRunConfig(path string) (*runConfig, error) {
 // checkKeys reports the first key of the JSON object raw, or of the objects nested in
 // it, that the struct type t does not have, with the nearest one t has. Values whose
 // type reads itself (a TextUnmarshaler or json.Unmarshaler) and raw JSON are not
-// looked into; a trainSettings is checked against its keys.
-func checkKeys(raw []byte, t reflect.Type, what string) error {
+// looked into; a trainSettings is checked against its keys. Keys are named with their
+// path from the file's top, prefix.
+func checkKeys(raw []byte, t reflect.Type, file, prefix string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -103,7 +104,7 @@ func checkKeys(raw []byte, t reflect.Type, what string) error {
 		}
 		for _, k := range sortedKeys(m) {
 			if _, ok := settingsFlags[k]; !ok {
-				return unknownKey(what, k, settingsKeys())
+				return unknownKey(file, prefix, k, settingsKeys())
 			}
 		}
 		return nil
@@ -127,10 +128,10 @@ func checkKeys(raw []byte, t reflect.Type, what string) error {
 			}
 		}
 		if !ok {
-			return unknownKey(what, k, sortedKeys(fields))
+			return unknownKey(file, prefix, k, sortedKeys(fields))
 		}
 		if bytes.HasPrefix(bytes.TrimSpace(m[k]), []byte("{")) {
-			if err := checkKeys(m[k], ft, what+"."+k); err != nil {
+			if err := checkKeys(m[k], ft, file, prefix+k+"."); err != nil {
 				return err
 			}
 		}

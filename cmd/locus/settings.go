@@ -233,7 +233,7 @@ func readSettings(raw json.RawMessage, fs *flag.FlagSet, st *trainSettings, what
 	for _, k := range keys {
 		name, ok := settingsFlags[k]
 		if !ok {
-			return unknownKey(what, k, settingsKeys())
+			return unknownKey(what, "", k, settingsKeys())
 		}
 		var v any
 		if err := json.Unmarshal(m[k], &v); err != nil {
@@ -473,15 +473,16 @@ func (d *dtypeName) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// unknownKey is the error of a key that is not one of valid, naming the nearest.
-func unknownKey(what, key string, valid []string) error {
+// unknownKey is the error of a key of what that is not one of valid, naming the
+// nearest; prefix is the path of the object that holds them.
+func unknownKey(what, prefix, key string, valid []string) error {
 	near, best := "", -1
 	for _, v := range valid {
 		if d := editDistance(key, v); best < 0 || d < best {
 			near, best = v, d
 		}
 	}
-	return usageErrorf("%s: unknown key %q (did you mean %q?)", what, key, near)
+	return usageErrorf("%s: unknown key %q (did you mean %q?)", what, prefix+key, prefix+near)
 }
 
 // editDistance is the Levenshtein distance between a and b.

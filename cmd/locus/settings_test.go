@@ -147,8 +147,9 @@ func TestConfigReproducesRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ from, to, want string }{
-		{`"warmup"`, `"warmpu"`, `unknown key "warmpu" (did you mean "warmup"?)`},
-		{`"heads"`, `"head"`, `model_config: unknown key "head" (did you mean "heads"?)`},
+		{`"warmup"`, `"warmpu"`, `bad.json: unknown key "train.warmpu" (did you mean "train.warmup"?)`},
+		{`"heads"`, `"head"`, `unknown key "model_config.head" (did you mean "model_config.heads"?)`},
+		{`"CorruptRate"`, `"CorruptRat"`, `unknown key "data_config.task_config.CorruptRat" (did you mean "data_config.task_config.CorruptRate"?)`},
 		{`"model_family"`, `"model_famliy"`, `unknown key "model_famliy" (did you mean "model_family"?)`},
 	} {
 		bad := filepath.Join(base, "bad.json")
