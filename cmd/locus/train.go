@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -109,7 +111,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if name, fam, err = checkpointFamily(ck); err != nil {
 			return err
 		}
-		if err := f.takeFrom(fs, savedRun{fam, ck.ModelConfig, ck.DataConfig, ck.TrainConfig, ck.Dir}, true); err != nil {
+		if _, err := f.takeFrom(fs, savedRun{fam, ck.ModelConfig, ck.DataConfig, ck.TrainConfig, ck.Dir}, true); err != nil {
 			return err
 		}
 		if err := f.validate(); err != nil {
@@ -124,13 +126,19 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if fam = families[rc.Family]; fam == nil {
 			return fmt.Errorf("%s: model family %q is not one the command line knows (%s)", f.config, rc.Family, strings.Join(sortedKeys(families), ", "))
 		}
-		if err := f.takeFrom(fs, savedRun{fam, rc.ModelConfig, rc.DataConfig, rc.Train, f.config}, false); err != nil {
+		saved, err := f.takeFrom(fs, savedRun{fam, rc.ModelConfig, rc.DataConfig, rc.Train, f.config}, false)
+		if err != nil {
 			return err
 		}
 		// Without model flags the run file's configurations are used as they are, so
 		// that settings no flag sets are kept too.
-		name, modelCfg, dataCfg = rc.Family, rc.ModelConfig, rc.DataConfig
+		name, modelCfg, dataCfg = rc.Family, compactJSON(rc.ModelConfig), compactJSON(rc.DataConfig)
 		if modelGiven {
+			// Model flags rebuild the configuration from flags: refuse when the file has
+			// settings that no flag sets, rather than drop them.
+			if err := saved.expressible(rc.ModelConfig, f.config); err != nil {
+				return err
+			}
 			if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
 				return err
 			}
@@ -214,15 +222,19 @@ type savedRun struct {
 // run. On resume, a model or data flag given with a value other than the saved one is
 // refused, naming the flag and both values, and so is another optimizer (its state
 // would not fit).
-func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) error {
-	saved := &trainFlags{}
+// It returns the saved run as flags.
+func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) (*trainFlags, error) {
+	saved := &trainFlags{set: map[string]bool{}}
 	savedFS := flag.NewFlagSet("saved", flag.ContinueOnError)
 	defineTrainFlags(savedFS, saved)
 	if err := src.family.toFlags(src.model, src.data, saved); err != nil {
-		return fmt.Errorf("%s: %w", src.what, err)
+		return nil, fmt.Errorf("%s: %w", src.what, err)
+	}
+	for _, name := range modelFlags {
+		saved.set[name] = true
 	}
 	if err := readSettings(src.sets, savedFS, &saved.settings, src.what+": training settings"); err != nil {
-		return err
+		return nil, err
 	}
 	if resume {
 		for _, name := range append(slices.Clone(modelFlags), "optim") {
@@ -233,9 +245,9 @@ func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) error
 			switch {
 			case given == had:
 			case name == "optim":
-				return usageErrorf("-optim %s differs from the checkpoint's %s: the optimizer's state cannot carry over (train a new run with -out DIR)", given, had)
+				return nil, usageErrorf("-optim %s differs from the checkpoint's %s: the optimizer's state cannot carry over (train a new run with -out DIR)", given, had)
 			default:
-				return usageErrorf("-%s %s differs from the checkpoint's %s: a resumed run keeps its model and data (train a new run with -out DIR to change them)", name, given, had)
+				return nil, usageErrorf("-%s %s differs from the checkpoint's %s: a resumed run keeps its model and data (train a new run with -out DIR to change them)", name, given, had)
 			}
 		}
 	}
@@ -258,7 +270,7 @@ func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) error
 	}
 	for _, name := range names {
 		if err := take(name); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	// A setting of the saved optimizer or schedule carries over when the (possibly
@@ -266,11 +278,46 @@ func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) error
 	for _, c := range conditionals {
 		if c.uses(&f.settings) && c.uses(&saved.settings) {
 			if err := take(settingsFlags[c.key]); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return resolveSettings(fs, &f.settings, f.set)
+	return saved, resolveSettings(fs, &f.settings, f.set)
+}
+
+// expressible reports an error unless the flags f (a saved run's) rebuild the model
+// configuration model; what names the file.
+func (f *trainFlags) expressible(model json.RawMessage, what string) error {
+	_, _, rebuilt, _, err := f.newConfigs()
+	if err != nil {
+		return err
+	}
+	var a, b map[string]any
+	if err := json.Unmarshal(model, &a); err != nil {
+		return fmt.Errorf("%s: model_config: %w", what, err)
+	}
+	if err := json.Unmarshal(rebuilt, &b); err != nil {
+		return err
+	}
+	var differ []string
+	for _, k := range sortedKeys(a) {
+		if !reflect.DeepEqual(a[k], b[k]) {
+			differ = append(differ, k)
+		}
+	}
+	if len(differ) > 0 {
+		return usageErrorf("%s: model_config sets %s, which no flag does: edit the file instead of passing model flags", what, strings.Join(differ, ", "))
+	}
+	return nil
+}
+
+// compactJSON returns raw without insignificant space (raw itself if it is not JSON).
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
 }
 
 // errInterrupted marks a run stopped by a signal (exit status 130, as a shell reports
