@@ -37,7 +37,7 @@ func readWeights(t *testing.T, dir string) []byte {
 // 20 (settings left out on resume keep the checkpoint's) write the same weights.
 func TestOptimizersResumeBitIdentical(t *testing.T) {
 	for _, tc := range [][]string{
-		{"-optim", "sgd", "-lr", "0.05", "-momentum", "0.5", "-wd", "1e-4"},
+		{"-optim", "sgd", "-lr", "0.05", "-momentum", "0.5", "-wd", "1e-4", "-threads", "1"},
 		{"-optim", "nesterov", "-lr", "0.05", "-schedule", "step", "-decay-every", "7", "-gamma", "0.5"},
 		{"-optim", "adam", "-betas", "0.8,0.99", "-eps", "1e-7", "-clip", "0.5"},
 		{"-optim", "adamw", "-wd", "0.1", "-schedule", "cosine", "-warmup", "5", "-decay-steps", "15", "-min-lr", "1e-4"},
@@ -178,5 +178,35 @@ func TestConfigReproducesRun(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("typo %s: exit %d, %q; want %q", tc.to, code, stderr, tc.want)
 		}
+	}
+}
+
+// TestResumeOldTrainConfig resumes a checkpoint whose train_config predates the
+// optimizer settings (steps, lr, eval_every, eval_n, keep): it is Adam with the defaults,
+// bit-identical to an uninterrupted run.
+func TestResumeOldTrainConfig(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	mustTrain(t, append([]string{"-steps", "20", "-out", a}, tiny...)...)
+	mustTrain(t, append([]string{"-steps", "10", "-out", b}, tiny...)...)
+	meta := filepath.Join(b, "step-000010", train.MetaFile)
+	raw, err := os.ReadFile(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["train_config"] = json.RawMessage(`{"steps":10,"lr":0.001,"eval_every":10,"eval_n":16,"keep":3}`)
+	if raw, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(meta, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustTrain(t, "-steps", "20", "-resume", b)
+	if !bytes.Equal(readWeights(t, filepath.Join(a, "step-000020")), readWeights(t, filepath.Join(b, "step-000020"))) {
+		t.Fatal("resumed run's weights differ from the uninterrupted run's")
 	}
 }
