@@ -64,7 +64,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.TextVar(&st.Optimizer, "optim", optimAdam, "optimizer: "+strings.Join(optimizerNames(), ", "))
 	fs.Float64Var(&st.LR, "lr", 0, "learning rate (default: the optimizer's: 1e-3 for sgd, nesterov, adam, adamw; 1e-2 for rmsprop, adagrad)")
 	fs.Float64Var(&st.Momentum, "momentum", 0, "sgd, rmsprop: momentum (default 0); nesterov: 0.9")
-	fs.TextVar(&st.Betas, "betas", betas{}, "adam, adamw: the moment decay rates β1,β2 (default 0.9,0.999)")
+	fs.Var(&st.Betas, "betas", "adam, adamw: the moment decay rates β1,β2 (default 0.9,0.999)")
 	fs.Float64Var(&st.Eps, "eps", 0, "adam, adamw, rmsprop: denominator epsilon (default 1e-8); adagrad: 1e-10")
 	fs.Float64Var(&st.Alpha, "alpha", 0, "rmsprop: decay rate of the squared-gradient average (default 0.99)")
 	fs.Float64Var(&st.WeightDecay, "wd", 0, "weight decay: L2 penalty, decoupled for adamw (default 0; adamw: 0.01)")
@@ -409,6 +409,15 @@ type betas [2]float64
 func (b betas) MarshalText() ([]byte, error) {
 	return fmt.Appendf(nil, "%s,%s", strconv.FormatFloat(b[0], 'g', -1, 64), strconv.FormatFloat(b[1], 'g', -1, 64)), nil
 }
+
+// String returns "β1,β2" (flag.Value).
+func (b *betas) String() string {
+	t, _ := b.MarshalText()
+	return string(t)
+}
+
+// Set reads "β1,β2" (flag.Value).
+func (b *betas) Set(s string) error { return b.UnmarshalText([]byte(s)) }
 
 // UnmarshalText reads "β1,β2".
 func (b *betas) UnmarshalText(text []byte) error {
