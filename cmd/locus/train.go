@@ -142,6 +142,8 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 			if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
 				return err
 			}
+		} else if err := f.validate(); err != nil {
+			return err
 		}
 	default:
 		if err := resolveSettings(fs, &f.settings, f.set); err != nil {
@@ -150,9 +152,6 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
 			return err
 		}
-	}
-	if err := f.validate(); err != nil {
-		return err
 	}
 	if n := f.settings.Threads; n > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
