@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// pictureFlags are inspect's flags for pictures.
+type pictureFlags struct {
+	attention bool
+	kernels   bool
+	input     string
+	example   int // −1: not given
+	out       string
+}
+
+// wantsPictures reports whether inspect should draw rather than list.
+func (f *pictureFlags) wantsPictures() bool { return f.attention || f.kernels }
+
+// inspectPictures draws what the flags ask for into f.out: attention.png and
+// attention.json (the matrices drawn), kernels.png. Everything is rendered before the
+// first file is written, and each file is written atomically, so a bad input or an
+// unwritable directory leaves nothing half-written.
+func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
+	if f.out == "" {
+		return usageErrorf("missing -out DIR (the folder for the pictures)")
+	}
+	if f.input != "" && f.example >= 0 {
+		return usageErrorf("give -input or -example, not both")
+	}
+	if !f.attention && (f.input != "" || f.example >= 0) {
+		return usageErrorf("-input and -example go with -attention")
+	}
+	ld, err := fromCheckpoint(ckpt)
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{}
+	title := fmt.Sprintf("%s, step %d: %s", runName(ld.ck.Dir), ld.ck.Step, ld.sess.describe())
+	if f.attention {
+		as, ok := ld.sess.(attentionSession)
+		if !ok {
+			return fmt.Errorf("%s: the model family %s has no attention to draw", ld.ck.Dir, ld.family)
+		}
+		example := f.example
+		if f.input == "" && example < 0 {
+			example = 0
+		}
+		view, err := as.attention(ld.run, f.input, example)
+		if err != nil {
+			return err
+		}
+		png, err := renderAttention(view, title+"\ninput: "+truncate(view.Input, 90))
+		if err != nil {
+			return fmt.Errorf("draw attention: %w", err)
+		}
+		js, err := json.MarshalIndent(view, "", " ")
+		if err != nil {
+			return err
+		}
+		files["attention.png"], files["attention.json"] = png, js
+	}
+	if f.kernels {
+		png, err := renderKernels(ld, title)
+		if err != nil {
+			return err
+		}
+		files["kernels.png"] = png
+	}
+	if err := writeFilesAtomic(f.out, files); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(f.out, n))
+	}
+	return nil
+}
+
+// runName names a run by its directory: the run directory of a step checkpoint.
+func runName(ckDir string) string {
+	dir := filepath.Clean(ckDir)
+	if _, ok := parseStepName(filepath.Base(dir)); ok || filepath.Base(dir) == "best" {
+		dir = filepath.Dir(dir)
+	}
+	return filepath.Base(dir)
+}
+
+func parseStepName(name string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscanf(name, "step-%d", &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// writeFilesAtomic creates dir if needed and writes every file into it through a
+// temporary file and a rename; on an error it removes what it wrote.
+func writeFilesAtomic(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("output folder: %w", unwrapPath(err))
+	}
+	var written []string
+	fail := func(err error) error {
+		for _, p := range written {
+			os.Remove(p)
+		}
+		return fmt.Errorf("output folder %s: %w", dir, unwrapPath(err))
+	}
+	for name, data := range files {
+		tmp, err := os.CreateTemp(dir, "."+name+".*")
+		if err != nil {
+			return fail(err)
+		}
+		_, werr := tmp.Write(data)
+		cerr := tmp.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			os.Remove(tmp.Name())
+			return fail(err)
+		}
+		dst := filepath.Join(dir, name)
+		if err := os.Rename(tmp.Name(), dst); err != nil {
+			os.Remove(tmp.Name())
+			return fail(err)
+		}
+		written = append(written, dst)
+	}
+	return nil
+}
+
+// unwrapPath shortens a *PathError to its path and cause, for a one-line message.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}
+
+// pictureFlagSet defines the picture flags of inspect on fs.
+func pictureFlagSet(fs interface {
+	BoolVar(*bool, string, bool, string)
+	StringVar(*string, string, string, string)
+	IntVar(*int, string, int, string)
+}) *pictureFlags {
+	f := &pictureFlags{}
+	fs.BoolVar(&f.attention, "attention", false, "draw the local-mean weights of every layer and head for one input (attention.png, attention.json)")
+	fs.BoolVar(&f.kernels, "kernels", false, "draw each layer's kernel profile at its learned bandwidths (kernels.png)")
+	fs.StringVar(&f.input, "input", "", "the input of -attention: text for a character LM, token ids separated by spaces for a task")
+	fs.IntVar(&f.example, "example", -1, "the input of -attention: the N-th validation example (default 0 when -input is not given)")
+	fs.StringVar(&f.out, "out", "", "folder for the pictures")
+	return f
+}
