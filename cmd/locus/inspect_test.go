@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/train"
+)
+
+// readView reads the attention.json that inspect -attention wrote beside its picture
+// and checks that attention.png is a PNG.
+func readView(t *testing.T, dir string) attentionView {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "attention.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+		t.Fatalf("attention.png: %v", err)
+	}
+	var v attentionView
+	b, err = os.ReadFile(filepath.Join(dir, "attention.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestAttentionMapIsTheModels trains a one-layer reversal encoder, draws its attention
+// for a validation example and checks the drawn matrices against softmax(q·k/√dh)
+// recomputed from the checkpoint's weights in float64: embeddings, LayerNorm, the query
+// and key maps, per head.
+func TestAttentionMapIsTheModels(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	const dim, heads = 16, 2
+	code, _, stderr := runCLI(t, "train", "-task", "reverse", "-seqlen", "6", "-layers", "1", "-dmodel", "16", "-heads", "2", "-dff", "32",
+		"-batch", "16", "-steps", "10", "-eval-every", "10", "-eval-n", "20", "-out", run)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	out := filepath.Join(dir, "pics")
+	code, stdout, stderr := runCLI(t, "inspect", "-ckpt", run, "-attention", "-example", "4", "-out", out)
+	if code != 0 || !strings.Contains(stdout, "attention.png") {
+		t.Fatalf("inspect -attention: exit %d %q %s", code, stdout, stderr)
+	}
+	v := readView(t, out)
+	if len(v.Maps) != heads {
+		t.Fatalf("%d maps, want %d", len(v.Maps), heads)
+	}
+	ck, err := train.LoadCheckpoint(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := func(name string) []float64 {
+		t.Helper()
+		d, ok := ck.Params[name]
+		if !ok {
+			t.Fatalf("no parameter %s", name)
+		}
+		return floats(d)
+	}
+	var ids []int
+	for _, s := range v.Maps[0].Keys {
+		var id int
+		if err := json.Unmarshal([]byte(s), &id); err != nil {
+			t.Fatalf("key label %q", s)
+		}
+		ids = append(ids, id)
+	}
+	tok, pos := p("tok_emb.weight"), p("pos_emb.weight")
+	lnW, lnB := p("blocks.0.ln1.weight"), p("blocks.0.ln1.bias")
+	qW, qB, kW, kB := p("blocks.0.attn.q.weight"), p("blocks.0.attn.q.bias"), p("blocks.0.attn.k.weight"), p("blocks.0.attn.k.bias")
+	n := len(ids)
+	q, k := make([][]float64, n), make([][]float64, n)
+	for i, id := range ids {
+		x := make([]float64, dim)
+		var mean, vr float64
+		for c := range dim {
+			x[c] = tok[id*dim+c] + pos[i*dim+c]
+			mean += x[c] / dim
+		}
+		for c := range dim {
+			vr += (x[c] - mean) * (x[c] - mean) / dim
+		}
+		for c := range dim {
+			x[c] = (x[c]-mean)/math.Sqrt(vr+1e-5)*lnW[c] + lnB[c]
+		}
+		q[i], k[i] = make([]float64, dim), make([]float64, dim)
+		for o := range dim {
+			q[i][o], k[i][o] = qB[o], kB[o]
+			for c := range dim {
+				q[i][o] += qW[o*dim+c] * x[c]
+				k[i][o] += kW[o*dim+c] * x[c]
+			}
+		}
+	}
+	dh := dim / heads
+	for _, m := range v.Maps {
+		for a := range n {
+			s := make([]float64, n)
+			var z float64
+			for b := range n {
+				for c := m.Head * dh; c < (m.Head+1)*dh; c++ {
+					s[b] += q[a][c] * k[b][c] / math.Sqrt(float64(dh))
+				}
+			}
+			for b := range n {
+				s[b] = math.Exp(s[b])
+				z += s[b]
+			}
+			for b := range n {
+				if got, want := m.Weights[a][b], s[b]/z; math.Abs(got-want) > 1e-5 || !m.Visible[a][b] {
+					t.Fatalf("head %d: weight[%d][%d] = %g (visible %v), want %g", m.Head, a, b, got, m.Visible[a][b], want)
+				}
+			}
+		}
+	}
+}
+
+// TestAttentionCharLMKernelExpression draws a char LM with a kernel expression and
+// per-head bandwidths: causal and window cells are hidden, rows sum to 1.
+func TestAttentionCharLMKernelExpression(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	code, _, stderr := runCLI(t, "train", "-task", "charlm", "-data", text, "-seqlen", "16", "-kernel", "gaussian * window(4) * relbias(2)",
+		"-bandwidth", "head", "-layers", "2", "-dmodel", "16", "-heads", "2", "-dff", "32", "-batch", "8", "-steps", "10", "-eval-every", "5", "-eval-n", "16", "-out", run)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	out := filepath.Join(dir, "pics")
+	if code, stdout, stderr := runCLI(t, "inspect", "-ckpt", run, "-attention", "-input", "the lazy dog", "-out", out); code != 0 {
+		t.Fatalf("inspect -attention: exit %d %q %s", code, stdout, stderr)
+	}
+	v := readView(t, out)
+	if len(v.Maps) != 4 || v.Maps[3].Layer != "blocks.1.attn" || strings.Join(v.Maps[0].Keys, "") != "the·lazy·dog" {
+		t.Fatalf("maps: %d, last %s, keys %q", len(v.Maps), v.Maps[len(v.Maps)-1].Layer, v.Maps[0].Keys)
+	}
+	for _, m := range v.Maps {
+		for a, row := range m.Weights {
+			var sum float64
+			for b, w := range row {
+				if want := b <= a && a-b < 4; m.Visible[a][b] != want || (!want && w != 0) {
+					t.Fatalf("%s head %d [%d][%d]: visible %v weight %g", m.Layer, m.Head, a, b, m.Visible[a][b], w)
+				}
+				sum += w
+			}
+			if math.Abs(sum-1) > 1e-5 {
+				t.Fatalf("%s head %d row %d sums to %g", m.Layer, m.Head, a, sum)
+			}
+		}
+	}
+	// Bad inputs: one line, exit status, nothing written.
+	bad := filepath.Join(dir, "bad")
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-input", "the ~ dog"}, `byte '~' at offset 4 is not in the vocabulary`},
+		{[]string{"-example", "100000"}, "-example 100000 is out of range"},
+		{[]string{"-input", "x", "-example", "1"}, "not both"},
+		{[]string{"-input", strings.Repeat("the ", 10)}, "more than the model's 16"},
+	} {
+		args := append([]string{"inspect", "-ckpt", run, "-attention", "-out", bad}, tc.args...)
+		code, _, stderr := runCLI(t, args...)
+		if code == 0 || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want one line with %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(bad); !os.IsNotExist(err) {
+			t.Errorf("%v: %s was created", tc.args, bad)
+		}
+	}
+	code, _, stderr = runCLI(t, "inspect", "-ckpt", run, "-attention", "-out", filepath.Join(blocker, "sub"))
+	if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || !strings.Contains(stderr, "output folder") {
+		t.Errorf("unwritable -out: exit %d, %q", code, stderr)
+	}
+}
+
+func TestAttentionLocalizedDAE(t *testing.T) {
+	if _, err := datasets.DefaultMNISTDir(); err != nil {
+		t.Skipf("MNIST not found: %v", err)
+	}
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if code, _, stderr := runCLI(t, "train", "-model", "ldae", "-steps", "4", "-eval-every", "4", "-eval-n", "50", "-out", run); code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	out := filepath.Join(dir, "pics")
+	if code, stdout, stderr := runCLI(t, "inspect", "-ckpt", run, "-attention", "-example", "3", "-out", out); code != 0 {
+		t.Fatalf("inspect -attention: exit %d %q %s", code, stdout, stderr)
+	}
+	v := readView(t, out)
+	if len(v.Maps) == 0 || len(v.Maps[0].Weights) != 1 || len(v.Maps[0].Keys) != 128 {
+		t.Fatalf("maps %d, first %dx%d", len(v.Maps), len(v.Maps[0].Weights), len(v.Maps[0].Keys))
+	}
+	if code, _, stderr := runCLI(t, "inspect", "-ckpt", run, "-attention", "-example", "10000", "-out", out); code != 2 || !strings.Contains(stderr, "out of range") {
+		t.Errorf("-example 10000: exit %d %q", code, stderr)
+	}
+}
