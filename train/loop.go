@@ -136,6 +136,9 @@ type Loop struct {
 	// ItemsName names Batch.Items in the progress output, e.g. "tokens" or "samples";
 	// empty: "items".
 	ItemsName string
+	// LossLabel names the training loss with its unit on the y axis of PlotFile, e.g.
+	// "cross-entropy (nats per token)"; empty: "loss".
+	LossLabel string
 	// Family names the model's family (RegisterFamily), saved with every checkpoint so
 	// that Load can rebuild the model from ModelConfig.
 	Family string
@@ -597,7 +600,7 @@ func (l *Loop) checkpoint() error {
 	if err := l.prune(); err != nil {
 		return fmt.Errorf("train: prune checkpoints: %w", err)
 	}
-	return plotLoss(filepath.Join(l.Dir, PlotFile), l.history)
+	return l.plot()
 }
 
 // prune removes all but the KeepLast latest step checkpoints up to the current step.
@@ -679,7 +682,7 @@ func (l *Loop) finish(ctx context.Context, sum *Summary, start time.Time) (*Summ
 		if err := l.checkpoint(); err != nil {
 			return l.failed(sum, start, err)
 		}
-		if err := plotLoss(filepath.Join(l.Dir, PlotFile), l.history); err != nil {
+		if err := l.plot(); err != nil {
 			return l.failed(sum, start, err)
 		}
 	}

@@ -255,7 +255,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
 		Steps: st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery,
 		Dir: dir, KeepLast: st.Keep, Best: s.bestMetric(), BestMode: "min",
-		ItemsName: s.itemsName(), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: st, Out: stderr,
+		ItemsName: s.itemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: st, Out: stderr,
 	}
 	if f.resume != "" {
 		if err := loop.Resume(f.resume); err != nil {
