@@ -107,6 +107,10 @@ type Loop struct {
 	// instance with Model.Forward over a fixed validation set). They are recorded with
 	// ValPrefix: "loss" becomes "val_loss".
 	Eval func(ctx context.Context) (Metrics, error)
+	// Observe, if set, returns measurements of the model itself, such as its learned
+	// bandwidths ("bandwidth.blocks.0.attn.head1"), recorded with every evaluation under
+	// their own names: logged in MetricsFile and drawn in BandwidthPlotFile, not printed.
+	Observe func(ctx context.Context) (Metrics, error)
 
 	Steps int // total number of steps, counting those before a Resume
 
@@ -420,6 +424,14 @@ func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 		val = m
 		l.lastEval, l.lastEvalStep = maps(m), l.step
 	}
+	var obs Metrics
+	if evalNow && recordNow && l.Observe != nil {
+		m, err := l.Observe(ctx)
+		if err != nil {
+			return fmt.Errorf("train: step %d: observe: %w", l.step, err)
+		}
+		obs = m
+	}
 	if !recordNow {
 		return nil
 	}
@@ -437,6 +449,9 @@ func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 	}
 	for k, v := range val {
 		r.Metrics[ValPrefix+k] = v
+	}
+	for k, v := range obs {
+		r.Metrics[k] = v
 	}
 	l.state.WindowLoss, l.state.WindowSteps = 0, 0
 	l.windowItems, l.windowTime = 0, 0

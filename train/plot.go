@@ -36,8 +36,11 @@ func (l *Loop) plot() error {
 	if label == "" {
 		label = "loss"
 	}
-	title := filepath.Base(filepath.Clean(l.Dir)) + ": training and validation loss"
-	return PlotLoss(filepath.Join(l.Dir, PlotFile), title, label, l.history, val)
+	run := filepath.Base(filepath.Clean(l.Dir))
+	if err := PlotLoss(filepath.Join(l.Dir, PlotFile), run+": training and validation loss", label, l.history, val); err != nil {
+		return err
+	}
+	return plotBandwidths(filepath.Join(l.Dir, BandwidthPlotFile), run+": learned bandwidths at each evaluation", l.history)
 }
 
 func lastValue(history []Record, name string) (float64, bool) {
@@ -268,4 +271,82 @@ func (LogTicks) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	return ticks
+}
+
+// BandwidthPrefix starts the names of bandwidth metrics: BandwidthPrefix +
+// "<layer>.head<j>" for a learned bandwidth, with a suffix BandwidthStats names for
+// the distribution of per-query bandwidths over a batch.
+const BandwidthPrefix = "bandwidth."
+
+// BandwidthStats are the statistics of a distribution of bandwidths, suffixes of their
+// metric names.
+var BandwidthStats = []string{"min", "q1", "median", "q3", "max"}
+
+// plotBandwidths draws the bandwidth metrics of history, if any, into path: one line per
+// layer and head (the median for per-query bandwidths, with the quartiles faint).
+func plotBandwidths(path, title string, history []Record) error {
+	names := map[string]bool{}
+	for _, r := range history {
+		for k := range r.Metrics {
+			if strings.HasPrefix(k, BandwidthPrefix) {
+				names[k] = true
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "step (optimizer updates)"
+	p.Y.Label.Text = "bandwidth h (score units)"
+	p.Add(plotter.NewGrid())
+	p.X.Tick.Marker = NiceTicks{}
+	p.Y.Tick.Marker = NiceTicks{}
+	i := 0
+	for _, k := range sortedKeys(names) {
+		base, stat := k, ""
+		for _, s := range BandwidthStats {
+			if strings.HasSuffix(k, "."+s) {
+				base, stat = strings.TrimSuffix(k, "."+s), s
+			}
+		}
+		if stat == "min" || stat == "max" || stat == "q1" || stat == "q3" {
+			continue // drawn with their median
+		}
+		c := curveColors[i%len(curveColors)]
+		i++
+		xy := series(history, k)
+		line, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", path, err)
+		}
+		line.Color, line.Width = c, vg.Points(1.4)
+		pts.Color, pts.Radius, pts.Shape = c, vg.Points(2), draw.CircleGlyph{}
+		p.Add(line, pts)
+		label := strings.TrimPrefix(base, BandwidthPrefix)
+		if stat == "median" {
+			p.Title.Text = title + "\n(per-query bandwidths on a validation batch: median, quartiles dashed)"
+			for _, q := range []string{"q1", "q3"} {
+				qs, err := plotter.NewLine(series(history, base+"."+q))
+				if err != nil {
+					continue
+				}
+				faint := c
+				faint.A = 0x60
+				qs.Color, qs.Width, qs.Dashes = faint, vg.Points(1), []vg.Length{vg.Points(3), vg.Points(2)}
+				p.Add(qs)
+			}
+		}
+		p.Legend.Add(label, line)
+	}
+	p.Legend.Top = true
+	p.Legend.TextStyle.Font.Size = 8
+	return savePlot(p, path)
+}
+
+// curveColors tell apart up to 8 curves (Okabe–Ito).
+var curveColors = []color.NRGBA{
+	{0x00, 0x72, 0xb2, 0xff}, {0xd5, 0x5e, 0x00, 0xff}, {0x00, 0x9e, 0x73, 0xff}, {0xcc, 0x79, 0xa7, 0xff},
+	{0x56, 0xb4, 0xe9, 0xff}, {0xe6, 0x9f, 0x00, 0xff}, {0x00, 0x00, 0x00, 0xff}, {0xf0, 0xe4, 0x42, 0xff},
 }

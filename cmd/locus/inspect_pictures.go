@@ -12,22 +12,23 @@ import (
 
 // pictureFlags are inspect's flags for pictures.
 type pictureFlags struct {
-	attention bool
-	kernels   bool
-	input     string
-	example   int // −1: not given
-	out       string
+	attention  bool
+	kernels    bool
+	bandwidths bool
+	input      string
+	example    int // −1: not given
+	out        string
 }
 
 // wantsPictures reports whether inspect should draw rather than list.
-func (f *pictureFlags) wantsPictures() bool { return f.attention || f.kernels }
+func (f *pictureFlags) wantsPictures() bool { return f.attention || f.kernels || f.bandwidths }
 
 // inspectPictures draws what the flags ask for into f.out: attention.png and
 // attention.json (the matrices drawn), kernels.png. Everything is rendered before the
 // first file is written, and each file is written atomically, so a bad input or an
 // unwritable directory leaves nothing half-written.
 func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
-	if f.out == "" {
+	if f.out == "" && (f.attention || f.kernels) {
 		return usageErrorf("missing -out DIR (the folder for the pictures)")
 	}
 	if f.input != "" && f.example >= 0 {
@@ -39,6 +40,11 @@ func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
 	ld, err := fromCheckpoint(ckpt)
 	if err != nil {
 		return err
+	}
+	if f.bandwidths {
+		if err := printBandwidths(stdout, ld); err != nil {
+			return err
+		}
 	}
 	files := map[string][]byte{}
 	title := fmt.Sprintf("%s, step %d: %s", runName(ld.ck.Dir), ld.ck.Step, ld.sess.describe())
@@ -71,6 +77,9 @@ func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
 			return err
 		}
 		files["kernels.png"] = png
+	}
+	if len(files) == 0 {
+		return nil
 	}
 	if err := writeFilesAtomic(f.out, files); err != nil {
 		return err
@@ -162,6 +171,7 @@ func pictureFlagSet(fs interface {
 }) *pictureFlags {
 	f := &pictureFlags{}
 	fs.BoolVar(&f.attention, "attention", false, "draw the local-mean weights of every layer and head for one input (attention.png, attention.json)")
+	fs.BoolVar(&f.bandwidths, "bandwidths", false, "print the learned bandwidths by layer and head (per-query ones: their distribution on a validation batch)")
 	fs.BoolVar(&f.kernels, "kernels", false, "draw each layer's kernel profile at its learned bandwidths (kernels.png)")
 	fs.StringVar(&f.input, "input", "", "the input of -attention: text for a character LM, token ids separated by spaces for a task")
 	fs.IntVar(&f.example, "example", -1, "the input of -attention: the N-th validation example (default 0 when -input is not given)")

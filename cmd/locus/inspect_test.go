@@ -213,3 +213,62 @@ func TestAttentionLocalizedDAE(t *testing.T) {
 		t.Errorf("-example 10000: exit %d %q", code, stderr)
 	}
 }
+
+// TestBandwidthsLoggedPlottedPrinted: a per-head bandwidth run logs every head's
+// bandwidth at each evaluation, draws bandwidths.png, and inspect prints the table; a
+// fixed-bandwidth checkpoint has none to show.
+func TestBandwidthsLoggedPlottedPrinted(t *testing.T) {
+	dir := t.TempDir()
+	small := []string{"-task", "reverse", "-seqlen", "6", "-layers", "2", "-dmodel", "16", "-heads", "2", "-dff", "32", "-batch", "16", "-steps", "20", "-eval-every", "10", "-eval-n", "20"}
+	head, query, fixed := filepath.Join(dir, "head"), filepath.Join(dir, "query"), filepath.Join(dir, "fixed")
+	for _, r := range []struct {
+		dir  string
+		args []string
+	}{{head, []string{"-bandwidth", "head"}}, {query, []string{"-bandwidth", "query"}}, {fixed, nil}} {
+		if code, _, stderr := runCLI(t, append(append([]string{"train", "-out", r.dir}, small...), r.args...)...); code != 0 {
+			t.Fatalf("train %v: exit %d\n%s", r.args, code, stderr)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(head, train.MetricsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var withBW int
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r train.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := r.Metrics["bandwidth.blocks.1.attn.head1"]; ok {
+			withBW++
+		}
+	}
+	if withBW != 2 {
+		t.Errorf("%d records with bandwidths, want 2 (one per evaluation):\n%s", withBW, b)
+	}
+	for _, d := range []string{head, query} {
+		f, err := os.Open(filepath.Join(d, train.BandwidthPlotFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("%s: %v", d, err)
+		}
+		f.Close()
+	}
+	if _, err := os.Stat(filepath.Join(fixed, train.BandwidthPlotFile)); !os.IsNotExist(err) {
+		t.Errorf("a fixed-bandwidth run drew %s", train.BandwidthPlotFile)
+	}
+	code, stdout, stderr := runCLI(t, "inspect", "-ckpt", head, "-bandwidths")
+	if code != 0 || !strings.Contains(stdout, "head 1") || !strings.Contains(stdout, "blocks.1.attn") {
+		t.Errorf("inspect -bandwidths: exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, "inspect", "-ckpt", query, "-bandwidths")
+	if code != 0 || !strings.Contains(stdout, "quartiles") || !strings.Contains(stdout, "█") {
+		t.Errorf("inspect -bandwidths (query): exit %d\n%s%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "inspect", "-ckpt", fixed, "-bandwidths")
+	if code != 1 || !strings.Contains(stderr, "no learned bandwidths") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+		t.Errorf("inspect -bandwidths (fixed): exit %d %q", code, stderr)
+	}
+}

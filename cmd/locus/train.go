@@ -252,8 +252,9 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	seed := f.seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
-		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
-		Steps: st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery,
+		Eval:    func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
+		Observe: bandwidthObserver(s, run, seed+4),
+		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery,
 		Dir: dir, KeepLast: st.Keep, Best: s.bestMetric(), BestMode: "min",
 		ItemsName: s.itemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: st, Out: stderr,
 	}
