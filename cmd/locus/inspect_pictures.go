@@ -138,7 +138,10 @@ func writeFilesAtomic(dir string, files map[string][]byte) error {
 		if err != nil {
 			return fail(err)
 		}
-		_, werr := tmp.Write(data)
+		werr := tmp.Chmod(0o644)
+		if werr == nil {
+			_, werr = tmp.Write(data)
+		}
 		cerr := tmp.Close()
 		if err := errors.Join(werr, cerr); err != nil {
 			os.Remove(tmp.Name())
