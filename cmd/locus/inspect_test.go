@@ -2,13 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"image/png"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/train"
@@ -270,5 +273,97 @@ func TestBandwidthsLoggedPlottedPrinted(t *testing.T) {
 	code, _, stderr = runCLI(t, "inspect", "-ckpt", fixed, "-bandwidths")
 	if code != 1 || !strings.Contains(stderr, "no learned bandwidths") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
 		t.Errorf("inspect -bandwidths (fixed): exit %d %q", code, stderr)
+	}
+}
+
+// TestKernelsAndReport draws the kernels of a char LM with a kernel expression and
+// per-head bandwidths and writes its report; when Chromium is installed, the report is
+// rendered headless and its screenshot must not be blank.
+func TestKernelsAndReport(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "text.txt")
+	if err := os.WriteFile(text, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	code, _, stderr := runCLI(t, "train", "-task", "charlm", "-data", text, "-seqlen", "16", "-kernel", "mixture(gaussian, laplacian) * relbias(3)",
+		"-bandwidth", "head", "-layers", "1", "-dmodel", "16", "-heads", "2", "-dff", "32", "-batch", "8", "-steps", "10", "-eval-every", "5", "-eval-n", "16", "-out", run)
+	if code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	pics := filepath.Join(dir, "pics")
+	if code, _, stderr := runCLI(t, "inspect", "-ckpt", run, "-kernels", "-out", pics); code != 0 {
+		t.Fatalf("inspect -kernels: exit %d\n%s", code, stderr)
+	}
+	f, err := os.Open(filepath.Join(pics, "kernels.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Fatalf("kernels.png: %v", err)
+	}
+	report := filepath.Join(dir, "report.html")
+	if code, stdout, stderr := runCLI(t, "report", "-ckpt", run, "-out", report); code != 0 || !strings.Contains(stdout, "pictures") {
+		t.Fatalf("report: exit %d %q %s", code, stdout, stderr)
+	}
+	html, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "mixture(gaussian, laplacian) * relbias(3)", "<th>val_loss</th>", "data:image/png;base64,", "head 1"} {
+		if !bytes.Contains(html, []byte(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if bytes.Contains(html, []byte(`src="file:`)) || bytes.Contains(html, []byte(`src="http`)) {
+		t.Error("report links to files instead of embedding them")
+	}
+	if n := bytes.Count(html, []byte("data:image/png;base64,")); n < 4 {
+		t.Errorf("report embeds %d pictures, want loss, bandwidths, attention and kernels", n)
+	}
+	checkRendered(t, report)
+}
+
+// checkRendered screenshots an HTML file with headless Chromium, when installed, and
+// checks that the page is not blank: a good share of its pixels are not background.
+func checkRendered(t *testing.T, path string) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Logf("chromium not installed: the report is not rendered")
+		return
+	}
+	shot := filepath.Join(t.TempDir(), "shot.png")
+	abs, _ := filepath.Abs(path)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+		"--screenshot="+shot, "--window-size=1200,1600", "file://"+abs)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	var ink, total int
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			if r < 0xe000 || g < 0xe000 || bl < 0xe000 {
+				ink++
+			}
+			total++
+		}
+	}
+	if frac := float64(ink) / float64(total); frac < 0.03 {
+		t.Errorf("the rendered report is blank: %.1f%% of its pixels are not background", 100*frac)
 	}
 }

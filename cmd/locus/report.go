@@ -29,13 +29,13 @@ type reportFigure struct {
 
 // reportPage is what the report template shows.
 type reportPage struct {
-	Title, Subtitle           string
-	Model, Data, TrainConfig  string
-	Columns                   []string
-	Rows                      [][]string
-	Figures                   []reportFigure
-	Bandwidths, BandwidthNote string
-	Notes                     []string
+	Title, Subtitle          string
+	Model, Data, TrainConfig string
+	Columns                  []string
+	Rows                     [][]string
+	Figures                  []reportFigure
+	Bandwidths               string
+	Notes                    []string
 }
 
 func runReport(args []string, stdout, stderr io.Writer) error {
@@ -94,10 +94,9 @@ func buildReport(ld *loaded, example int) (*reportPage, error) {
 		}
 		p.Figures = append(p.Figures, reportFigure{Title: f.title, Caption: f.caption, Src: pngURI(b)})
 	}
-	if bw := ld.sess.bandwidths(); len(bw) > 0 {
-		var b strings.Builder
-		printBandwidthTable(&b, bw)
-		p.Bandwidths = b.String()
+	var bw strings.Builder
+	if err := printBandwidths(&bw, ld); err == nil {
+		p.Bandwidths = bw.String()
 	}
 	title := fmt.Sprintf("%s, step %d: %s", run, ck.Step, ld.sess.describe())
 	if as, ok := ld.sess.(attentionSession); ok {
