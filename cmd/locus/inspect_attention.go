@@ -65,7 +65,18 @@ func tapped(m *autodiff.Model, inputs map[string]*tensor.Dense, labels func(laye
 			names = append(names, name)
 		}
 	}
-	sort.Strings(names)
+	rank := func(name string) int { // the encoder before the decoder
+		if strings.HasPrefix(name, "dec.") {
+			return 1
+		}
+		return 0
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := rank(names[i]), rank(names[j]); a != b {
+			return a < b
+		}
+		return naturalLess(names[i], names[j])
+	})
 	for _, name := range names {
 		layer := strings.TrimSuffix(baseTap(name), "."+layers.TapWeights)
 		suffix := strings.TrimPrefix(name, baseTap(name))

@@ -367,3 +367,37 @@ func checkRendered(t *testing.T, path string) {
 		t.Errorf("the rendered report is blank: %.1f%% of its pixels are not background", 100*frac)
 	}
 }
+
+// TestAttentionEncDec draws an encoder–decoder: the encoder's self-attention over the
+// source, then the decoder's causal self-attention and its cross-attention from the
+// decoder's tokens to the source.
+func TestAttentionEncDec(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if code, _, stderr := runCLI(t, "train", "-task", "reverse", "-arch", "encdec", "-seqlen", "6", "-layers", "1", "-dmodel", "16", "-heads", "2", "-dff", "32",
+		"-batch", "16", "-steps", "5", "-eval-every", "5", "-eval-n", "20", "-out", run); code != 0 {
+		t.Fatalf("train: exit %d\n%s", code, stderr)
+	}
+	out := filepath.Join(dir, "pics")
+	if code, _, stderr := runCLI(t, "inspect", "-ckpt", run, "-attention", "-input", "1 2 3 4 5 6", "-out", out); code != 0 {
+		t.Fatalf("inspect -attention: exit %d\n%s", code, stderr)
+	}
+	v := readView(t, out)
+	var got []string
+	for _, m := range v.Maps {
+		got = append(got, m.Layer)
+		if m.Layer == "dec.blocks.0.xattn" && (strings.Join(m.Keys, " ") != "1 2 3 4 5 6" || m.Queries[0] != "<s>") {
+			t.Errorf("cross-attention: queries %q, keys %q", m.Queries, m.Keys)
+		}
+		if m.Layer == "dec.blocks.0.attn" && m.Visible[0][1] {
+			t.Errorf("decoder self-attention is not causal")
+		}
+	}
+	want := "enc.blocks.0.attn enc.blocks.0.attn dec.blocks.0.attn dec.blocks.0.attn dec.blocks.0.xattn dec.blocks.0.xattn"
+	if strings.Join(got, " ") != want {
+		t.Errorf("maps %v, want %s", got, want)
+	}
+	if code, _, stderr := runCLI(t, "inspect", "-ckpt", run, "-attention", "-input", "1 2 12", "-out", out); code != 2 || !strings.Contains(stderr, `token "12" at position 2 is not a symbol`) {
+		t.Errorf("bad token: exit %d %q", code, stderr)
+	}
+}
