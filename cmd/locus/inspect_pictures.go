@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -167,17 +168,13 @@ func unwrapPath(err error) error {
 }
 
 // pictureFlagSet defines the picture flags of inspect on fs.
-func pictureFlagSet(fs interface {
-	BoolVar(*bool, string, bool, string)
-	StringVar(*string, string, string, string)
-	IntVar(*int, string, int, string)
-}) *pictureFlags {
+func pictureFlagSet(fs *flag.FlagSet) *pictureFlags {
 	f := &pictureFlags{}
 	fs.BoolVar(&f.attention, "attention", false, "draw the local-mean weights of every layer and head for one input (attention.png, attention.json)")
 	fs.BoolVar(&f.bandwidths, "bandwidths", false, "print the learned bandwidths by layer and head (per-query ones: their distribution on a validation batch)")
 	fs.BoolVar(&f.kernels, "kernels", false, "draw each layer's kernel profile at its learned bandwidths (kernels.png)")
 	fs.StringVar(&f.input, "input", "", "the input of -attention: text for a character LM, token ids separated by spaces for a task")
-	fs.IntVar(&f.example, "example", -1, "the input of -attention: the N-th validation example (default 0 when -input is not given)")
+	fs.IntVar(&f.example, "example", -1, "the input of -attention: the N-th validation example (a task: 0..999 of the examples drawn with eval's seed; a corpus: the N-th window of its validation text; a DAE: test image N); default 0 without -input")
 	fs.StringVar(&f.out, "out", "", "folder for the pictures")
 	return f
 }
