@@ -303,7 +303,7 @@ func plotBandwidths(path, title string, history []Record) error {
 	p.Add(plotter.NewGrid())
 	p.X.Tick.Marker = NiceTicks{}
 	p.Y.Tick.Marker = NiceTicks{}
-	i := 0
+	layerIndex := map[string]int{}
 	for _, k := range sortedKeys(names) {
 		base, stat := k, ""
 		for _, s := range BandwidthStats {
@@ -314,15 +314,26 @@ func plotBandwidths(path, title string, history []Record) error {
 		if stat == "min" || stat == "max" || stat == "q1" || stat == "q3" {
 			continue // drawn with their median
 		}
-		c := curveColors[i%len(curveColors)]
-		i++
+		// A colour per head, a line style and mark per layer.
+		layer, head := strings.TrimPrefix(base, BandwidthPrefix), 0
+		if j := strings.LastIndex(layer, ".head"); j >= 0 {
+			if n, err := strconv.Atoi(layer[j+len(".head"):]); err == nil {
+				layer, head = layer[:j], n
+			}
+		}
+		li, ok := layerIndex[layer]
+		if !ok {
+			li = len(layerIndex)
+			layerIndex[layer] = li
+		}
+		c := curveColors[head%len(curveColors)]
 		xy := series(history, k)
 		line, pts, err := plotter.NewLinePoints(xy)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
-		line.Color, line.Width = c, vg.Points(1.4)
-		pts.Color, pts.Radius, pts.Shape = c, vg.Points(2), draw.CircleGlyph{}
+		line.Color, line.Width, line.Dashes = c, vg.Points(1.4), layerDashes[li%len(layerDashes)]
+		pts.Color, pts.Radius, pts.Shape = c, vg.Points(2.2), layerGlyphs[li%len(layerGlyphs)]
 		p.Add(line, pts)
 		label := strings.TrimPrefix(base, BandwidthPrefix)
 		if stat == "median" {
@@ -350,3 +361,9 @@ var curveColors = []color.NRGBA{
 	{0x00, 0x72, 0xb2, 0xff}, {0xd5, 0x5e, 0x00, 0xff}, {0x00, 0x9e, 0x73, 0xff}, {0xcc, 0x79, 0xa7, 0xff},
 	{0x56, 0xb4, 0xe9, 0xff}, {0xe6, 0x9f, 0x00, 0xff}, {0x00, 0x00, 0x00, 0xff}, {0xf0, 0xe4, 0x42, 0xff},
 }
+
+// Bandwidth curves tell layers apart by line style and mark.
+var (
+	layerDashes = [][]vg.Length{nil, {vg.Points(5), vg.Points(2)}, {vg.Points(1.5), vg.Points(1.5)}, {vg.Points(6), vg.Points(2), vg.Points(1.5), vg.Points(2)}}
+	layerGlyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}}
+)
