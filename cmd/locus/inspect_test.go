@@ -201,7 +201,7 @@ func TestAttentionLocalizedDAE(t *testing.T) {
 	}
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run")
-	if code, _, stderr := runCLI(t, "train", "-model", "ldae", "-steps", "4", "-eval-every", "4", "-eval-n", "50", "-out", run); code != 0 {
+	if code, _, stderr := runCLI(t, "train", "-model", "ldae", "-steps", "2", "-batch", "16", "-eval-every", "2", "-eval-n", "20", "-out", run); code != 0 {
 		t.Fatalf("train: exit %d\n%s", code, stderr)
 	}
 	out := filepath.Join(dir, "pics")
