@@ -40,7 +40,7 @@ func (l *Loop) plot() error {
 	if err := PlotLoss(filepath.Join(l.Dir, PlotFile), run+": training and validation loss", label, l.history, val); err != nil {
 		return err
 	}
-	return plotBandwidths(filepath.Join(l.Dir, BandwidthPlotFile), run+": learned bandwidths at each evaluation", l.history)
+	return PlotBandwidths(filepath.Join(l.Dir, BandwidthPlotFile), run+": learned bandwidths at each evaluation", l.history)
 }
 
 func lastValue(history []Record, name string) (float64, bool) {
@@ -282,9 +282,9 @@ const BandwidthPrefix = "bandwidth."
 // metric names.
 var BandwidthStats = []string{"min", "q1", "median", "q3", "max"}
 
-// plotBandwidths draws the bandwidth metrics of history, if any, into path: one line per
+// PlotBandwidths draws the bandwidth metrics of history, if any, into path: one line per
 // layer and head (the median for per-query bandwidths, with the quartiles faint).
-func plotBandwidths(path, title string, history []Record) error {
+func PlotBandwidths(path, title string, history []Record) error {
 	names := map[string]bool{}
 	for _, r := range history {
 		for k := range r.Metrics {

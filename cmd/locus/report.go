@@ -83,12 +83,32 @@ func buildReport(ld *loaded, example int) (*reportPage, error) {
 	if _, err := os.Stat(filepath.Join(ck.Dir, train.LatestFile)); err == nil {
 		runDir = ck.Dir // a run directory given as -ckpt
 	}
+	// The curves are drawn afresh from the checkpoint's history, so that a run trained by
+	// an older Locus gets today's plots; the run's own files are the fallback.
+	fresh, err := os.MkdirTemp("", "locus-report-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(fresh)
+	val := train.ValPrefix + train.MetricLoss
+	if _, ok := lastMetric(ck.History, val); !ok {
+		val = ld.sess.bestMetric()
+	}
+	if err := train.PlotLoss(filepath.Join(fresh, train.PlotFile), run+": training and validation loss", lossLabel(ld.sess), ck.History, val); err == nil {
+		_ = train.PlotBandwidths(filepath.Join(fresh, train.BandwidthPlotFile), run+": learned bandwidths at each evaluation", ck.History)
+	}
+	read := func(file string) ([]byte, error) {
+		if b, err := os.ReadFile(filepath.Join(fresh, file)); err == nil {
+			return b, nil
+		}
+		return os.ReadFile(filepath.Join(runDir, file))
+	}
 	for _, f := range []struct{ file, title, caption string }{
 		{train.PlotFile, "Loss", "Training loss (smoothed for long runs, raw values faint) and validation metric at each evaluation."},
 		{train.BandwidthPlotFile, "Bandwidths", "The learned bandwidths at each evaluation, per layer and head."},
 		{"denoised.png", "Denoised test images", "Clean, noisy and denoised test digits."},
 	} {
-		b, err := os.ReadFile(filepath.Join(runDir, f.file))
+		b, err := read(f.file)
 		if err != nil {
 			continue
 		}
@@ -223,3 +243,13 @@ figcaption { color: #555; font-size: 90%; }
 </body>
 </html>
 `))
+
+// lastMetric returns the last recorded value of a metric.
+func lastMetric(history []train.Record, name string) (float64, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		if v, ok := history[i].Metrics[name]; ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
