@@ -401,3 +401,20 @@ func TestAttentionEncDec(t *testing.T) {
 		t.Errorf("bad token: exit %d %q", code, stderr)
 	}
 }
+
+// TestHeatMapDrawsTheMatrix: the heat map's cells are the map's weights, query 0 in the
+// top row, hidden cells NaN (drawn grey) and visible zero weights 0.
+func TestHeatMapDrawsTheMatrix(t *testing.T) {
+	m := matrixGrid{w: [][]float64{{1, 0}, {0.25, 0.75}}, vis: [][]bool{{true, false}, {true, true}}}
+	if c, r := m.Dims(); c != 2 || r != 2 {
+		t.Fatalf("dims %d×%d", c, r)
+	}
+	// Row r of the grid is query len−1−r.
+	if m.Z(0, 1) != 1 || !math.IsNaN(m.Z(1, 1)) || m.Z(0, 0) != 0.25 || m.Z(1, 0) != 0.75 {
+		t.Errorf("cells %v %v %v %v", m.Z(0, 1), m.Z(1, 1), m.Z(0, 0), m.Z(1, 0))
+	}
+	m.w[1][0] = 0
+	if m.Z(0, 0) != 0 {
+		t.Errorf("a visible zero weight is drawn as %v, want 0", m.Z(0, 0))
+	}
+}
