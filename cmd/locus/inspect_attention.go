@@ -197,8 +197,9 @@ func (s *transformerSession) attention(m *autodiff.Model, input string, example 
 		return nil, err
 	}
 	view.Input = strings.Join(toks, " ")
-	if s.data.Corpus != nil {
-		view.Input = strconv.Quote(strings.Join(toks, ""))
+	if c := s.data.Corpus; c != nil {
+		text, _ := c.Vocab.Decode(ids)
+		view.Input = strconv.Quote(string(text))
 	}
 	return view, nil
 }
