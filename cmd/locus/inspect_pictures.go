@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 )
 
 // pictureFlags are inspect's flags for pictures.
@@ -174,7 +175,28 @@ func pictureFlagSet(fs *flag.FlagSet) *pictureFlags {
 	fs.BoolVar(&f.bandwidths, "bandwidths", false, "print the learned bandwidths by layer and head (per-query ones: their distribution on a validation batch)")
 	fs.BoolVar(&f.kernels, "kernels", false, "draw each layer's kernel profile at its learned bandwidths (kernels.png)")
 	fs.StringVar(&f.input, "input", "", "the input of -attention: text for a character LM, token ids separated by spaces for a task")
-	fs.IntVar(&f.example, "example", -1, "the input of -attention: the N-th validation example (a task: 0..999 of the examples drawn with eval's seed; a corpus: the N-th window of its validation text; a DAE: test image N); default 0 without -input")
+	f.example = -1
+	fs.Var((*optionalIndex)(&f.example), "example", "the input of -attention: the `N`-th validation example (a task: 0..999 of the examples drawn with eval's seed; a corpus: the N-th window of its validation text; a DAE: test image N); default 0 without -input")
 	fs.StringVar(&f.out, "out", "", "folder for the pictures")
 	return f
+}
+
+// optionalIndex is an int flag that is −1 until set, to a value >= 0. Its String is
+// empty for 0 and below, so that -h shows no default.
+type optionalIndex int
+
+func (o *optionalIndex) String() string {
+	if o == nil || *o <= 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*o))
+}
+
+func (o *optionalIndex) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want an index >= 0")
+	}
+	*o = optionalIndex(n)
+	return nil
 }
