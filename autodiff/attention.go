@@ -50,7 +50,7 @@ func (g *Graph) Attention(q, k, v, keyMask *Node, heads int, scale float64, mask
 	if ms := keyMask.n.Shape(); ms.Dims() != 2 || ms[0] != qs[0] || ms[1] != ks[1] {
 		return g.failf("Attention: key mask %v, want [%d, %d]", ms, qs[0], ks[1])
 	}
-	kern.keyMasked = true
+	kern.keyMasked, kern.keyMask = true, keyMask
 	return g.applyFused(kern, q, k, v, keyMask)
 }
 
@@ -59,6 +59,7 @@ type attentionKernel struct {
 	scale     float64
 	mask      Mask
 	keyMasked bool
+	keyMask   *Node // the key mask input, for LocalMeanWeights
 	// Weights of the last forward pass and the score gradients of the last backward
 	// pass, [B, H, Tq, Tk]; dsGen == gen when ds belongs to the current pass. Only the
 	// key blocks that keyRange leaves visible are written and read.

@@ -52,6 +52,14 @@
 // CheckGradients compares every gradient with central finite differences in float64;
 // Locus trains in float32.
 //
+// # Looking inside: taps
+//
+// A graph built with RunMode.Taps has extra outputs that layers add with Graph.Tap, and
+// Model.Run returns them in Result.Taps; other graphs have none and pay nothing.
+// Graph.LocalMeanWeights exposes the normalised weights a LocalMean or Attention op used in
+// the same run (a copy of the op's own weights, not a recomputation) and which keys its
+// masks let each query see.
+//
 // # gorgonia's bugs
 //
 // gorgonia's SoftMax, LogSoftMax, InverseSqrt gradient, LogSumExp, Dropout, AdamW and

@@ -26,6 +26,9 @@ type Graph struct {
 	order  []*Param
 	inputs map[string]*Node
 	inOrd  []string
+	// tapping is set for a graph built with RunMode.Taps; taps are its extra outputs.
+	tapping bool
+	taps    map[string]*Node
 }
 
 // Node is a value in a Graph: a tensor with a fixed shape and dtype.

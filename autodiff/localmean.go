@@ -54,13 +54,14 @@ func (g *Graph) LocalMean(scores, values, keyMask *Node, mask Mask) *Node {
 	if ks.Dims() != 2 || ks[0] != ss[0] || ks[1] != ss[nd-1] {
 		return g.failf("LocalMean: key mask %v, want [%d, %d] for scores %v", ks, ss[0], ss[nd-1], ss)
 	}
-	k.keyMasked = true
+	k.keyMasked, k.keyMask = true, keyMask
 	return g.applyFused(k, scores, values, keyMask)
 }
 
 type localMeanKernel struct {
 	mask      Mask
 	keyMasked bool
+	keyMask   *Node // the key mask input, for LocalMeanWeights
 	// w caches the normalised weights of the last forward pass for the backward pass.
 	// Only the key blocks that keyRange leaves visible are written (see localMeanForward).
 	w32 []float32

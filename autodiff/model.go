@@ -65,6 +65,9 @@ type RunMode struct {
 	Backward bool
 	// InputGrads also returns the gradient of the loss with respect to every float input.
 	InputGrads bool
+	// Taps builds the graph with taps (Graph.Tap) and returns their values in
+	// Result.Taps: what layers show of their insides, such as local-mean weights.
+	Taps bool
 }
 
 // Result holds the values of one run. Its tensors, and its Values and InputGrads maps,
@@ -75,6 +78,8 @@ type Result struct {
 	HasLoss    bool
 	Values     map[string]*tensor.Dense
 	InputGrads map[string]*tensor.Dense
+	// Taps holds the values tapped by the graph (Graph.Tap) when run with RunMode.Taps.
+	Taps map[string]*tensor.Dense
 }
 
 type compiled struct {
@@ -84,9 +89,11 @@ type compiled struct {
 	values     map[string]*G.Value
 	paramGrads []*G.Value // aligned with g.order
 	inputGrads map[string]*G.Value
+	taps       map[string]*G.Value
 	// reused by every run
 	outValues     map[string]*tensor.Dense
 	outInputGrads map[string]*tensor.Dense
+	outTaps       map[string]*tensor.Dense
 }
 
 // Forward runs the model in evaluation mode without gradients.
@@ -117,6 +124,9 @@ func signature(key []byte, names []string, inputs map[string]*tensor.Dense, mode
 	}
 	if mode.InputGrads {
 		flags |= 4
+	}
+	if mode.Taps {
+		flags |= 8
 	}
 	key = append(key[:0], flags)
 	for _, n := range names {
@@ -171,6 +181,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 
 func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode) (c *compiled, err error) {
 	g := newGraph(m.params.dtype, mode.Train, m.rng)
+	g.tapping = mode.Taps
 	names := make([]string, 0, len(inputs))
 	for n := range inputs {
 		names = append(names, n)
@@ -191,8 +202,13 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode) (c *compi
 			err = fmt.Errorf("compile model: %v", r)
 		}
 	}()
-	c = &compiled{g: g, values: map[string]*G.Value{}, inputGrads: map[string]*G.Value{},
-		outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{}}
+	c = &compiled{g: g, values: map[string]*G.Value{}, inputGrads: map[string]*G.Value{}, taps: map[string]*G.Value{},
+		outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{}, outTaps: map[string]*tensor.Dense{}}
+	for name, n := range g.taps {
+		v := new(G.Value)
+		G.Read(n.n, v)
+		c.taps[name] = v
+	}
 	if out.Loss != nil {
 		if out.Loss.g != g {
 			return nil, errors.New("build model: loss belongs to another graph")
@@ -294,7 +310,14 @@ func (m *Model) exec(c *compiled, inputs map[string]*tensor.Dense, mode RunMode)
 	}
 	clear(c.outValues)
 	clear(c.outInputGrads)
+	clear(c.outTaps)
 	res = &Result{Values: c.outValues, InputGrads: c.outInputGrads}
+	if mode.Taps {
+		res.Taps = c.outTaps
+		for name, v := range c.taps {
+			res.Taps[name] = asDense(*v)
+		}
+	}
 	if c.loss != nil {
 		res.HasLoss = true
 		res.Loss, err = scalarOf(*c.loss)

@@ -184,6 +184,7 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
 	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
 	m := g.Attention(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask)
+	a.tapWeights(g, m)
 	return a.O.Forward(g, m)
 }
 
@@ -246,8 +247,35 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	s := addPositionScores(g, a.Kernel, a.Kernel.Scores(g, q, k, h), a.Heads, opt.Offset)
 	s = g.Reshape(s, []int{b, a.Heads, tq, tk})
 	m := g.LocalMean(s, g.Reshape(v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask) // [B, H, Tq, dh]
+	a.tapWeights(g, m)
+	if g.Tapping() && h.Node != nil && len(h.Node.Shape()) == 2 && a.bw.cfg.Mode >= BandwidthQuery {
+		g.Tap(joinName(a.scope, TapBandwidth), g.Reshape(h.Node, []int{b, a.Heads, tq}))
+	}
 	merged := g.Reshape(g.Transpose(m, 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
 	return a.O.Forward(g, merged)
+}
+
+// The names under which KernelAttention taps its insides (autodiff.Graph.Tap), after
+// the layer's scope: "blocks.0.attn.weights".
+const (
+	// TapWeights is the local mean's normalised weights [B, Heads, Tq, Tk], the op's own
+	// (autodiff.Graph.LocalMeanWeights).
+	TapWeights = "weights"
+	// TapVisible is 1 where a key is visible to a query, 0 where the box kernel (causal,
+	// window, hollow) or the key mask hides it, [B, Heads, Tq, Tk].
+	TapVisible = "visible"
+	// TapBandwidth is the per-query bandwidth [B, Heads, Tq] of the query and knn modes.
+	TapBandwidth = "bandwidth"
+)
+
+// tapWeights taps the weights and visibility of the local mean whose output is m.
+func (a *KernelAttention) tapWeights(g *autodiff.Graph, m *autodiff.Node) {
+	if !g.Tapping() {
+		return
+	}
+	w, vis := g.LocalMeanWeights(m)
+	g.Tap(joinName(a.scope, TapWeights), w)
+	g.Tap(joinName(a.scope, TapVisible), vis)
 }
 
 // splitHeads maps [B, T, Dim] to [B·Heads, T, DHead], head j taking columns

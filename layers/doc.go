@@ -72,7 +72,9 @@
 //
 // kNN uses the distance to the K-th nearest visible key, with gradient through that
 // distance but not through the choice of neighbour. KernelAttention.Bandwidths reports
-// the current values, computed from the parameters, for logs and checkpoints. A Width
+// the current values, computed from the parameters, for logs and checkpoints; in a graph
+// built with taps (autodiff.RunMode.Taps) it also shows its local-mean weights
+// (TapWeights, TapVisible) and its per-query bandwidths (TapBandwidth). A Width
 // passes a bandwidth to Scores: a constant, one node for all scores, or [N, Tq], one per
 // query.
 //

@@ -35,6 +35,9 @@ const (
 	BestDir       = "best"                  // in a run directory: the checkpoint with the best metric
 	MetricsFile   = "metrics.jsonl"         // in a run directory: one Record per line
 	PlotFile      = "loss.png"              // in a run directory: the loss curves
+	// BandwidthPlotFile, in a run directory, draws the bandwidths that Loop.Observe
+	// records (metrics named BandwidthPrefix + "<layer>.head<j>[.<statistic>]").
+	BandwidthPlotFile = "bandwidths.png"
 )
 
 // Checkpoint is everything needed to resume training, or to rebuild a trained model:

@@ -31,8 +31,11 @@
 //		best/                  the checkpoint with the best value of Loop.Best
 //		LATEST                 "step-001000": the latest checkpoint
 //		metrics.jsonl          one Record per line: {"step":250,"loss":0.41,"lr":0.0003,
-//		                       "grad_norm":0.52,"items_per_s":1.2e4,"val_loss":0.44,...}
-//		loss.png               training and validation loss against the step
+//		                       "grad_norm":0.52,"items_per_s":1.2e4,"val_loss":0.44,...},
+//		                       and at evaluations what Loop.Observe measures, e.g.
+//		                       "bandwidth.blocks.0.attn.head1":3.9
+//		loss.png               training and validation loss against the step (PlotLoss)
+//		bandwidths.png         the bandwidth.* metrics against the step, when recorded
 //
 // # Checkpoints
 //

@@ -107,6 +107,10 @@ type Loop struct {
 	// instance with Model.Forward over a fixed validation set). They are recorded with
 	// ValPrefix: "loss" becomes "val_loss".
 	Eval func(ctx context.Context) (Metrics, error)
+	// Observe, if set, returns measurements of the model itself, such as its learned
+	// bandwidths ("bandwidth.blocks.0.attn.head1"), recorded with every evaluation under
+	// their own names: logged in MetricsFile and drawn in BandwidthPlotFile, not printed.
+	Observe func(ctx context.Context) (Metrics, error)
 
 	Steps int // total number of steps, counting those before a Resume
 	// Accumulate is the number of batches whose gradients make one step (gradient
@@ -140,6 +144,9 @@ type Loop struct {
 	// ItemsName names Batch.Items in the progress output, e.g. "tokens" or "samples";
 	// empty: "items".
 	ItemsName string
+	// LossLabel names the training loss with its unit on the y axis of PlotFile, e.g.
+	// "cross-entropy (nats per token)"; empty: "loss".
+	LossLabel string
 	// Family names the model's family (RegisterFamily), saved with every checkpoint so
 	// that Load can rebuild the model from ModelConfig.
 	Family string
@@ -442,6 +449,14 @@ func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 		val = m
 		l.lastEval, l.lastEvalStep = maps(m), l.step
 	}
+	var obs Metrics
+	if evalNow && recordNow && l.Observe != nil {
+		m, err := l.Observe(ctx)
+		if err != nil {
+			return fmt.Errorf("train: step %d: observe: %w", l.step, err)
+		}
+		obs = m
+	}
 	if !recordNow {
 		return nil
 	}
@@ -459,6 +474,9 @@ func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 	}
 	for k, v := range val {
 		r.Metrics[ValPrefix+k] = v
+	}
+	for k, v := range obs {
+		r.Metrics[k] = v
 	}
 	l.state.WindowLoss, l.state.WindowSteps = 0, 0
 	l.windowItems, l.windowTime = 0, 0
@@ -659,7 +677,7 @@ func (l *Loop) checkpoint() error {
 	if err := l.prune(); err != nil {
 		return fmt.Errorf("train: prune checkpoints: %w", err)
 	}
-	return plotLoss(filepath.Join(l.Dir, PlotFile), l.history)
+	return l.plot()
 }
 
 // prune removes all but the KeepLast latest step checkpoints up to the current step.
@@ -741,7 +759,7 @@ func (l *Loop) finish(ctx context.Context, sum *Summary, start time.Time) (*Summ
 		if err := l.checkpoint(); err != nil {
 			return l.failed(sum, start, err)
 		}
-		if err := plotLoss(filepath.Join(l.Dir, PlotFile), l.history); err != nil {
+		if err := l.plot(); err != nil {
 			return l.failed(sum, start, err)
 		}
 	}

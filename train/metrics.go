@@ -8,9 +8,7 @@ import (
 	"math"
 	"strconv"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 )
 
@@ -32,7 +30,7 @@ const (
 	metricValLoss    = ValPrefix + MetricLoss
 	recordStepField  = "step"
 	plotWidth        = 16 * vg.Centimeter
-	plotHeight       = 10 * vg.Centimeter
+	plotHeight       = 11 * vg.Centimeter
 	maxPlottedPoints = 4000
 )
 
@@ -108,59 +106,6 @@ func writeRecords(w io.Writer, records []Record) error {
 		}
 	}
 	return nil
-}
-
-// plotLoss writes a PNG of the training loss and, when recorded, the validation loss
-// against the step.
-func plotLoss(path string, history []Record) error {
-	train, val := series(history, MetricLoss), series(history, metricValLoss)
-	if len(train) == 0 && len(val) == 0 {
-		return nil
-	}
-	p := plot.New()
-	p.Title.Text = "Loss"
-	p.X.Label.Text = "step"
-	p.Y.Label.Text = "loss"
-	p.Add(plotter.NewGrid())
-	var lines []any
-	if len(train) > 0 {
-		lines = append(lines, "train", train)
-	}
-	if len(val) > 0 {
-		lines = append(lines, "validation", val)
-	}
-	if err := plotutil.AddLines(p, lines...); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	p.Legend.Top = true
-	if lo, hi := yRange(train, val); lo > 0 && hi/lo > 20 {
-		// Losses spanning decades read better on a log scale.
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Y.Label.Text = "loss (log scale)"
-	}
-	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	if err := writeFileAtomic(path, func(w io.Writer) error {
-		_, err := wt.WriteTo(w)
-		return err
-	}); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return nil
-}
-
-// yRange returns the smallest and largest values of the series.
-func yRange(ss ...plotter.XYs) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, s := range ss {
-		for _, p := range s {
-			lo, hi = math.Min(lo, p.Y), math.Max(hi, p.Y)
-		}
-	}
-	return lo, hi
 }
 
 // series returns the finite values of a metric against the step, thinned to at most

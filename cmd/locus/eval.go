@@ -93,11 +93,15 @@ func openCheckpoint(path string) (*train.Checkpoint, error) {
 }
 
 func runInspect(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("inspect", "-ckpt DIR [-plot loss.png]", stderr)
+	fs := newFlagSet("inspect", "-ckpt DIR [-plot loss.png] [-attention [-input TEXT | -example N]] [-kernels] [-bandwidths] [-out DIR]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
 	plot := fs.String("plot", "", "also copy the run's loss curve PNG to this file")
+	pics := pictureFlagSet(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if pics.wantsPictures() {
+		return inspectPictures(*ckpt, pics, stdout)
 	}
 	ck, err := openCheckpoint(*ckpt)
 	if err != nil {
@@ -133,9 +137,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if ld, err := loadModelOnly(ck); err == nil {
 		if bw := ld.bandwidths(); len(bw) > 0 {
 			fmt.Fprintln(stdout, "bandwidths:")
-			for _, k := range sortedKeys(bw) {
-				fmt.Fprintf(stdout, "  %s %.4g\n", k, bw[k])
-			}
+			printBandwidthTable(stdout, bw)
 		}
 	}
 	if len(ck.History) > 0 {

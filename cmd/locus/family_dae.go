@@ -168,7 +168,12 @@ func (s *daeSession) finish(dir string, _ *autodiff.Model, seed uint64, stdout i
 		return out
 	}
 	path := filepath.Join(dir, "denoised.png")
-	if err := dae.WriteGrid(path, rows(clean), rows(noisy), rows(den), min(2, n)); err != nil {
+	title := fmt.Sprintf("%s: %s", filepath.Base(filepath.Clean(dir)), s.describe())
+	png, err := renderDenoised(title, rows(clean), rows(noisy), rows(den))
+	if err == nil {
+		err = writeFilesAtomic(dir, map[string][]byte{"denoised.png": png})
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	fmt.Fprintf(stdout, "denoised test digits: %s\n", path)

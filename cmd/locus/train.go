@@ -352,10 +352,11 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	seed := f.seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
-		Eval:  func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
-		Steps: st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
+		Eval:    func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
+		Observe: bandwidthObserver(s, run, seed+4),
+		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
-		ItemsName: s.itemsName(), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
+		ItemsName: s.itemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
 	}
 	if f.resume != "" {
 		if err := loop.Resume(f.resume); err != nil {
