@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -164,4 +165,23 @@ func Check(models ...string) error {
 		return nil
 	}
 	return ErrNoChecker
+}
+
+// MaxAbsDiff returns max_i |got_i − want_i|, or an error when the lengths differ or
+// only one side is NaN somewhere.
+func MaxAbsDiff(got, want []float32) (float64, error) {
+	if len(got) != len(want) {
+		return 0, fmt.Errorf("onnxruntime gave %d values, Locus %d", len(got), len(want))
+	}
+	var d float64
+	for i := range got {
+		g, w := float64(got[i]), float64(want[i])
+		if math.IsNaN(g) != math.IsNaN(w) {
+			return 0, fmt.Errorf("value %d: onnxruntime %g, Locus %g", i, g, w)
+		}
+		if !math.IsNaN(g) {
+			d = math.Max(d, math.Abs(g-w))
+		}
+	}
+	return d, nil
 }

@@ -3,7 +3,6 @@ package transformer
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -74,17 +73,11 @@ func randIDs(rng *rand.Rand, vocab, n int) ([]int, []int64) {
 	return ids, ids64
 }
 
-func maxAbsDiff(t *testing.T, got []float32, want []float32) float64 {
+func maxAbsDiff(t *testing.T, got, want []float32) float64 {
 	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("onnxruntime gave %d values, Locus %d", len(got), len(want))
-	}
-	var d float64
-	for i := range got {
-		if math.IsNaN(float64(got[i])) != math.IsNaN(float64(want[i])) {
-			t.Fatalf("value %d: onnxruntime %g, Locus %g", i, got[i], want[i])
-		}
-		d = math.Max(d, math.Abs(float64(got[i]-want[i])))
+	d, err := ortrun.MaxAbsDiff(got, want)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return d
 }
