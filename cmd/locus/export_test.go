@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/ortrun"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
@@ -191,4 +193,89 @@ func TestExportBadInput(t *testing.T) {
 			t.Errorf("%s of a truncated checkpoint: exit %d, want one line naming %s:\n%s", format, code, file, stderr)
 		}
 	}
+}
+
+// TestONNXGreedyMatchesSample: greedy generation from the exported ONNX LM, run in
+// onnxruntime, equals `locus sample -temperature 0` on three 100-character prompts, for
+// a standard LM and one with a kernel expression, rotary positions and kNN bandwidths.
+// The prompts are longer than the context, so generation slides the window as sample
+// does.
+func TestONNXGreedyMatchesSample(t *testing.T) {
+	if err := ortrun.Available(); err != nil {
+		t.Skipf("skipping the onnxruntime check: %v", err)
+	}
+	dir := t.TempDir()
+	text := "the quick brown fox jumps over the lazy dog. pack my box with five dozen liquor jugs! "
+	data := filepath.Join(dir, "text.txt")
+	if err := os.WriteFile(data, []byte(strings.Repeat(text, 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prompts := []string{
+		strings.Repeat("the lazy dog jumps. ", 5),
+		strings.Repeat("pack my box with five jugs. ", 4)[:100],
+		strings.Repeat(text, 2)[7:107],
+	}
+	const steps = 40
+	for name, extra := range map[string][]string{
+		"standard":                   nil,
+		"gaussian-window-rotary-knn": {"-kernel", "gaussian * window(12)", "-bandwidth", "knn", "-positions", "rotary"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			run := filepath.Join(dir, name)
+			args := append([]string{"train", "-task", "charlm", "-data", data, "-seqlen", "24", "-layers", "2", "-dmodel", "16", "-heads", "2",
+				"-dff", "32", "-batch", "8", "-steps", "30", "-eval-every", "30", "-eval-n", "8", "-out", run}, extra...)
+			if code, _, stderr := runCLI(t, args...); code != 0 {
+				t.Fatalf("train: exit %d\n%s", code, stderr)
+			}
+			model := filepath.Join(dir, name+".onnx")
+			if code, _, stderr := runCLI(t, "export", "-format", "onnx", "-ckpt", run, "-out", model); code != 0 {
+				t.Fatalf("export: exit %d\n%s", code, stderr)
+			}
+			ld, err := fromCheckpoint(run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := ld.sess.(*transformerSession)
+			vocab := s.data.Corpus.Vocab
+			var ids [][]int64
+			for _, p := range prompts {
+				enc, err := vocab.Encode([]byte(p))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, toInt64s(enc))
+			}
+			gen, err := ortrun.Greedy(model, ids, steps, s.cfg.MaxLen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range prompts {
+				code, stdout, stderr := runCLI(t, "sample", "-ckpt", run, "-prompt", p, "-n", fmt.Sprint(steps), "-temperature", "0")
+				if code != 0 {
+					t.Fatalf("sample: exit %d\n%s", code, stderr)
+				}
+				want := strings.TrimSuffix(strings.TrimPrefix(stdout, p), "\n")
+				g := make([]int, len(gen[i]))
+				for j, v := range gen[i] {
+					g[j] = int(v)
+				}
+				got, err := vocab.Decode(g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("prompt %d: %q", i, got)
+				if string(got) != want {
+					t.Errorf("prompt %d: onnxruntime greedy %q, locus sample %q", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+func toInt64s(v []int) []int64 {
+	out := make([]int64, len(v))
+	for i, x := range v {
+		out[i] = int64(x)
+	}
+	return out
 }

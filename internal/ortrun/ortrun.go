@@ -136,12 +136,13 @@ func RunBatch(jobs []Job) ([]Result, error) {
 }
 
 // Greedy continues each prompt by steps tokens, each the argmax of the model's logits
-// (input "ids" [1, T], output "logits" [1, T, vocab]) at the last position.
-func Greedy(model string, prompts [][]int64, steps int) ([][]int64, error) {
+// (input "ids" [1, T], output "logits" [1, T, vocab]) at the last position, with the last
+// context tokens as the model's input.
+func Greedy(model string, prompts [][]int64, steps, context int) ([][]int64, error) {
 	var reply struct {
 		Generated [][]int64 `json:"generated"`
 	}
-	req := map[string]any{"model": model, "greedy": map[string]any{"prompts": prompts, "steps": steps}}
+	req := map[string]any{"model": model, "greedy": map[string]any{"prompts": prompts, "steps": steps, "context": context}}
 	if err := call(req, &reply); err != nil {
 		return nil, err
 	}

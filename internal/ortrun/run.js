@@ -2,9 +2,9 @@
 // Reads one JSON request on stdin and writes one JSON reply on stdout:
 //   {"jobs": [{"model": PATH, "inputs": {NAME: {"type": "float32"|"int64", "dims": [...], "data": [...]}}}, ...]}
 //     -> {"results": [{"outputs": {NAME: {"dims": [...], "data": [...]}}} or {"error": MESSAGE}, ...]}
-//   {"model": PATH, "greedy": {"prompts": [[ids...], ...], "steps": N}}
+//   {"model": PATH, "greedy": {"prompts": [[ids...], ...], "steps": N, "context": C}}
 //     -> {"generated": [[ids...], ...]}: N tokens each, argmax of the last position's
-//        logits of output "logits", fed back as input "ids" (the whole sequence each step).
+//        logits of output "logits", fed back as input "ids" (the last C tokens each step).
 'use strict';
 const ort = require('onnxruntime-node');
 
@@ -31,11 +31,12 @@ async function main() {
       const seq = prompt.slice();
       const out = [];
       for (let i = 0; i < req.greedy.steps; i++) {
-        const ids = new ort.Tensor('int64', BigInt64Array.from(seq.map(BigInt)), [1, seq.length]);
+        const ctx = seq.slice(Math.max(0, seq.length - req.greedy.context));
+        const ids = new ort.Tensor('int64', BigInt64Array.from(ctx.map(BigInt)), [1, ctx.length]);
         const res = await session.run({ ids });
         const logits = res.logits;
         const vocab = logits.dims[2];
-        const last = logits.data.subarray((seq.length - 1) * vocab, seq.length * vocab);
+        const last = logits.data.subarray((ctx.length - 1) * vocab, ctx.length * vocab);
         let best = 0;
         for (let v = 1; v < vocab; v++) if (last[v] > last[best]) best = v;
         seq.push(best);
