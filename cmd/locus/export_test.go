@@ -201,9 +201,7 @@ func TestExportBadInput(t *testing.T) {
 // The prompts are longer than the context, so generation slides the window as sample
 // does.
 func TestONNXGreedyMatchesSample(t *testing.T) {
-	if err := ortrun.Available(); err != nil {
-		t.Skipf("skipping the onnxruntime check: %v", err)
-	}
+	ortrun.SkipIfMissing(t)
 	dir := t.TempDir()
 	text := "the quick brown fox jumps over the lazy dog. pack my box with five dozen liquor jugs! "
 	data := filepath.Join(dir, "text.txt")
@@ -231,6 +229,7 @@ func TestONNXGreedyMatchesSample(t *testing.T) {
 			if code, _, stderr := runCLI(t, "export", "-format", "onnx", "-ckpt", run, "-out", model); code != 0 {
 				t.Fatalf("export: exit %d\n%s", code, stderr)
 			}
+			ortrun.CheckFiles(t, model)
 			ld, err := fromCheckpoint(run)
 			if err != nil {
 				t.Fatal(err)

@@ -15,7 +15,36 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"testing"
 )
+
+// RequireEnv is the environment variable that turns a missing runtime or checker from a
+// skipped test into a failed one; .ci/run sets it, so that CI never skips the checks.
+const RequireEnv = "LOCUS_REQUIRE_ONNXRUNTIME"
+
+// SkipIfMissing skips the test, saying why, when node or onnxruntime-node is missing,
+// and fails it instead when RequireEnv is set.
+func SkipIfMissing(t testing.TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv(RequireEnv) != "" {
+			t.Fatalf("%s is set but %v", RequireEnv, err)
+		}
+		t.Skipf("skipping the onnxruntime check: %v", err)
+	}
+}
+
+// CheckFiles validates the model files with the ONNX checker; without the checker it
+// logs that they were not validated, or fails when RequireEnv is set.
+func CheckFiles(t testing.TB, paths ...string) {
+	t.Helper()
+	switch err := Check(paths...); {
+	case errors.Is(err, ErrNoChecker) && os.Getenv(RequireEnv) == "":
+		t.Logf("not validated: %v", err)
+	case err != nil:
+		t.Fatal(err)
+	}
+}
 
 // Tensor is a float32 or int64 tensor: Dims and, by type, Floats or Ints.
 type Tensor struct {

@@ -1,4 +1,5 @@
 // Runs an ONNX model in onnxruntime-node for Locus's tests (package ortrun).
+// Sessions use one thread: the tests run many small models, often several processes at once.
 // Reads one JSON request on stdin and writes one JSON reply on stdout:
 //   {"jobs": [{"model": PATH, "inputs": {NAME: {"type": "float32"|"int64", "dims": [...], "data": [...]}}}, ...]}
 //     -> {"results": [{"outputs": {NAME: {"dims": [...], "data": [...]}}} or {"error": MESSAGE}, ...]}
@@ -24,7 +25,7 @@ async function main() {
     process.stdout.write(JSON.stringify({ results }));
     return;
   }
-  const session = await ort.InferenceSession.create(req.model);
+  const session = await ort.InferenceSession.create(req.model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   if (req.greedy) {
     const generated = [];
     for (const prompt of req.greedy.prompts) {
@@ -49,7 +50,7 @@ async function main() {
 }
 
 async function run(job) {
-  const session = await ort.InferenceSession.create(job.model);
+  const session = await ort.InferenceSession.create(job.model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   const feeds = {};
   for (const [name, t] of Object.entries(job.inputs)) {
     const data = t.type === 'int64' ? BigInt64Array.from(t.data.map(BigInt)) : Float32Array.from(t.data);

@@ -1,7 +1,6 @@
 package dae
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -18,9 +17,7 @@ import (
 // files in onnxruntime and compares the reconstructions with Locus's on the same images:
 // max |difference| <= 1e-4 in float32.
 func TestONNXMatchesLocus(t *testing.T) {
-	if err := ortrun.Available(); err != nil {
-		t.Skipf("skipping the onnxruntime check: %v", err)
-	}
+	ortrun.SkipIfMissing(t)
 	const in, batch = 12, 5
 	mlp := DefaultConfig()
 	mlp.In, mlp.Hidden = in, []int{8, 3, 8}
@@ -72,11 +69,7 @@ func TestONNXMatchesLocus(t *testing.T) {
 	for i, j := range jobs {
 		paths[i] = j.Model
 	}
-	if err := ortrun.Check(paths...); errors.Is(err, ortrun.ErrNoChecker) {
-		t.Logf("not validated: %v", err)
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	ortrun.CheckFiles(t, paths...)
 	results, err := ortrun.RunBatch(jobs)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package transformer
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -19,13 +18,6 @@ import (
 // onnxTolerance is the largest difference allowed between onnxruntime's and Locus's
 // float32 outputs.
 const onnxTolerance = 1e-4
-
-func needRuntime(t *testing.T) {
-	t.Helper()
-	if err := ortrun.Available(); err != nil {
-		t.Skipf("skipping the onnxruntime check: %v", err)
-	}
-}
 
 // perturb moves every parameter by N(0, scale²), so that zero-initialised tables
 // (relative biases, mixture logits) and initial bandwidths take general values.
@@ -50,17 +42,6 @@ func writeONNX(t *testing.T, e onnx.Exporter, dir string) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// checkONNX validates the files with the ONNX checker, if installed.
-func checkONNX(t *testing.T, paths ...string) {
-	t.Helper()
-	switch err := ortrun.Check(paths...); {
-	case errors.Is(err, ortrun.ErrNoChecker):
-		t.Logf("not validated: %v", err)
-	case err != nil:
-		t.Fatal(err)
-	}
 }
 
 func randIDs(rng *rand.Rand, vocab, n int) ([]int, []int64) {
@@ -145,7 +126,7 @@ func onnxCases() map[string]func(*Config) {
 // TestONNXMatchesLocus exports every case, runs the files in onnxruntime (one process
 // for all) and compares the logits with Locus's on the same ids.
 func TestONNXMatchesLocus(t *testing.T) {
-	needRuntime(t)
+	ortrun.SkipIfMissing(t)
 	type export struct {
 		name  string
 		cfg   Config
@@ -200,7 +181,7 @@ func TestONNXMatchesLocus(t *testing.T) {
 	for i, j := range jobs {
 		paths[i] = j.Model
 	}
-	checkONNX(t, paths...)
+	ortrun.CheckFiles(t, paths...)
 	results, err := ortrun.RunBatch(jobs)
 	if err != nil {
 		t.Fatal(err)
