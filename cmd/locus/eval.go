@@ -99,7 +99,12 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		if err := train.ExportModel(*out, ck); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters, Locus's names; model family %s, config %s\n", *out, len(ck.Params), n, ck.Family, ck.ModelConfig)
+		var cfg bytes.Buffer
+		if json.Compact(&cfg, ck.ModelConfig) != nil {
+			cfg.Reset()
+			cfg.Write(ck.ModelConfig)
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters, Locus's names; model family %s, config %s\n", *out, len(ck.Params), n, ck.Family, cfg.Bytes())
 	case formatONNX:
 		m, _, err := ck.Build(autodiff.Float32)
 		if err != nil {
