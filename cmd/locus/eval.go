@@ -106,6 +106,13 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters, Locus's names; model family %s, config %s\n", *out, len(ck.Params), n, ck.Family, cfg.Bytes())
 	case formatONNX:
+		if ck.Family == "" { // an early checkpoint: the family follows from its task
+			name, _, err := checkpointFamily(ck)
+			if err != nil {
+				return err
+			}
+			ck.Family = name
+		}
 		m, _, err := ck.Build(autodiff.Float32)
 		if err != nil {
 			return err
