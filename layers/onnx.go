@@ -209,10 +209,10 @@ func onnxPositions(g *onnx.Graph, x, mem string, m autodiff.Mask) ONNXPositions 
 	rng := func(v string) string {
 		return g.Op("Range", []string{g.IntScalar(0), g.Squeeze(g.Dim(v, 1), 0), g.IntScalar(1)})
 	}
-	t := g.Unsqueeze(rng(x), 1)   // [Tq, 1]
-	s := g.Unsqueeze(rng(mem), 0) // [1, Tk]
-	diff := g.Sub(s, t)           // [Tq, Tk]
-	visible := g.Op("Equal", []string{diff, diff})
+	t := g.Unsqueeze(rng(x), 1)                    // [Tq, 1]
+	s := g.Unsqueeze(rng(mem), 0)                  // [1, Tk]
+	diff := g.Sub(s, t)                            // [Tq, Tk]
+	visible := g.Op("Equal", []string{diff, diff}) // all true; each box rule narrows it
 	and := func(c string) { visible = g.Op("And", []string{visible, c}) }
 	if m.Causal {
 		and(g.Op("LessOrEqual", []string{diff, g.IntScalar(0)}))
