@@ -1,6 +1,9 @@
 package layers
 
-import "github.com/locusml/locus/autodiff"
+import (
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
+)
 
 func init() {
 	RegisterKernel(KernelForm{
@@ -66,3 +69,6 @@ func (b Box) Restrict(m autodiff.Mask) autodiff.Mask {
 
 // PositionScores returns nil: a box is all mask.
 func (Box) PositionScores(*autodiff.Graph, int, int, int) *autodiff.Node { return nil }
+
+// ONNXPositionScores returns "": a box is all mask, applied through pos.Visible.
+func (Box) ONNXPositionScores(*onnx.Graph, ONNXPositions) string { return "" }

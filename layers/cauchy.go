@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -33,4 +34,9 @@ func (Cauchy) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.
 		return nil
 	}
 	return g.Neg(g.Log(g.AddConst(h.divide(g, g.PairwiseDist(q, k, true), 2), 1)))
+}
+
+// ONNXScores writes −log(1 + ‖q − k‖² / h²) into g.
+func (Cauchy) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	return g.Unary("Neg", g.Unary("Log", g.AddConst(h.divide(g, onnxSqDist(g, q, k), 2), 1)))
 }

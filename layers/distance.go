@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -42,4 +43,9 @@ func (d DistancePenalty) PositionScores(g *autodiff.Graph, tq, tk, offset int) *
 		}
 	}
 	return g.ConstTensor([]int{tq * tk}, vals)
+}
+
+// ONNXPositionScores writes −Slope·|t − s| [Tq, Tk] into g.
+func (d DistancePenalty) ONNXPositionScores(g *onnx.Graph, pos ONNXPositions) string {
+	return g.Scale(g.Unary("Abs", g.Cast(pos.Diff, onnx.Float)), -d.Slope)
 }

@@ -102,4 +102,14 @@
 // the fixed bandwidth √d_head a pre-LN Block matches PyTorch's to float32 round-off
 // (testdata/parity). Initialisation is InitTorch (PyTorch's module defaults) or InitGPT
 // (N(0, 0.02) weights, zero biases).
+//
+// # ONNX
+//
+// Every layer also has an ONNX method that writes the same function into an onnx.Graph
+// (weights as initializers under their parameter names), which is how models export
+// themselves (models/transformer and models/dae ExportONNX). A kernel writes its own
+// scores by implementing ONNXKernel (a position kernel, ONNXPositionKernel) in its file,
+// so a new kernel stays one file; a kernel without those methods is an export error
+// naming it. In the graph, attention uses the layout [B, H, T, d_head], and a bandwidth
+// is a value that broadcasts against the scores [B, H, Tq, Tk] (ONNXWidth).
 package layers

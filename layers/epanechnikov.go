@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -40,4 +41,9 @@ func (Epanechnikov) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *aut
 		return nil
 	}
 	return g.LogPositive(g.AddConst(g.Neg(h.divide(g, g.PairwiseDist(q, k, true), 2)), 1))
+}
+
+// ONNXScores writes log max(0, 1 − ‖q − k‖² / h²) into g.
+func (Epanechnikov) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	return onnxLogPositive(g, g.AddConst(g.Unary("Neg", h.divide(g, onnxSqDist(g, q, k), 2)), 1))
 }

@@ -1,6 +1,9 @@
 package layers
 
-import "github.com/locusml/locus/autodiff"
+import (
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
+)
 
 func init() {
 	RegisterKernel(contentForm(Exponential{}, "log K = q·k / h; at h = √d_head standard attention"))
@@ -35,4 +38,9 @@ func (Exponential) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *auto
 		return nil
 	}
 	return h.divide(g, g.BatchedMatMul(q, k, false, true), 1)
+}
+
+// ONNXScores writes q·k / h into g.
+func (Exponential) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	return h.divide(g, g.MatMul(q, g.Transpose(k, 0, 1, 3, 2)), 1)
 }

@@ -1,6 +1,9 @@
 package layers
 
-import "github.com/locusml/locus/autodiff"
+import (
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
+)
 
 func init() {
 	RegisterKernel(contentForm(Gaussian{}, "log K = −‖q − k‖² / (2h²), the RBF kernel"))
@@ -29,4 +32,9 @@ func (Gaussian) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodif
 		return nil
 	}
 	return h.divide(g, g.Scale(g.PairwiseDist(q, k, true), -0.5), 2)
+}
+
+// ONNXScores writes −‖q − k‖² / (2h²) into g.
+func (Gaussian) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	return h.divide(g, g.Scale(onnxSqDist(g, q, k), -0.5), 2)
 }

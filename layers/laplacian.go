@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -33,4 +34,9 @@ func (Laplacian) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodi
 		return nil
 	}
 	return h.divide(g, g.Neg(g.PairwiseDist(q, k, false)), 1)
+}
+
+// ONNXScores writes −‖q − k‖ / h into g.
+func (Laplacian) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	return h.divide(g, g.Unary("Neg", onnxDist(g, q, k)), 1)
 }

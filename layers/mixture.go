@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -146,4 +147,23 @@ func (m Mixture) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodi
 	stacked := g.Concat(len(shape), parts...) // [N, Tq, Tk, L]
 	logw := g.Reshape(g.LogSoftmax(g.Reshape(g.Param(m.logits), []int{1, len(m.Kernels)}), nil), []int{len(m.Kernels)})
 	return g.LogSumExp(g.AddBias(stacked, logw))
+}
+
+// ONNXScores writes LogSumExp_l(log softmax(a)_l + s_l) into g, stable where every
+// component is −Inf.
+func (m Mixture) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	if m.logits == nil {
+		return g.Failf("kernel %s: not bound to parameters", m.Name())
+	}
+	parts := make([]string, len(m.Kernels))
+	for i, kern := range m.Kernels {
+		parts[i] = g.Unsqueeze(onnxKernelScores(g, kern, q, k, h), 4)
+	}
+	stacked := g.Op("Concat", parts, onnx.AttrInt("axis", 4)) // [B, H, Tq, Tk, L]
+	logw := g.Op("LogSoftmax", []string{ONNXParam(g, m.logits)}, onnx.AttrInt("axis", 0))
+	x := g.Add(stacked, logw)
+	mx := g.ReduceMax(x, true, -1)
+	mx = g.Where(g.Unary("IsInf", mx), g.Scalar(0), mx)
+	lse := g.Add(g.Unary("Log", g.ReduceSum(g.Unary("Exp", g.Sub(x, mx)), true, -1)), mx)
+	return g.Squeeze(lse, 4)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -247,4 +248,37 @@ func positionFactors(k ContentKernel) []PositionKernel {
 		out = append(out, pos)
 	}
 	return out
+}
+
+// ONNXScores writes zeros [B, H, Tq, Tk] into g.
+func (Uniform) ONNXScores(g *onnx.Graph, q, k string, _ ONNXWidth) string {
+	return g.Scale(g.MatMul(q, g.Transpose(k, 0, 1, 3, 2)), 0)
+}
+
+// ONNXScores writes the content kernel's scores into g; the attention layer adds the
+// position kernels' scores and box.
+func (p Product) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	if p.Content == nil {
+		return g.Failf("kernel %s: nil content kernel", p.Name())
+	}
+	return onnxKernelScores(g, p.Content, q, k, h)
+}
+
+// ONNXPositionScores writes the sum of the factors' scores into g.
+func (pp PositionProduct) ONNXPositionScores(g *onnx.Graph, pos ONNXPositions) string {
+	sum := ""
+	for _, f := range pp {
+		pk, ok := f.(ONNXPositionKernel)
+		if !ok {
+			return g.Failf("position kernel %s has no ONNX form", f.Name())
+		}
+		switch s := pk.ONNXPositionScores(g, pos); {
+		case s == "":
+		case sum == "":
+			sum = s
+		default:
+			sum = g.Add(sum, s)
+		}
+	}
+	return sum
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -81,4 +82,14 @@ func (r RelativeBias) PositionScores(g *autodiff.Graph, tq, tk, offset int) *aut
 	heads := r.weight.Shape()[0]
 	sel := g.MatMul(g.Param(r.weight), g.ConstTensor([]int{width, tq * tk}, onehot)) // [heads, tq·tk]
 	return g.Reshape(sel, []int{heads * tq * tk})
+}
+
+// ONNXPositionScores writes the learned biases b_head[clip(s − t)] [H, Tq, Tk] into g.
+func (r RelativeBias) ONNXPositionScores(g *onnx.Graph, pos ONNXPositions) string {
+	if r.weight == nil {
+		return g.Failf("relative bias: not bound to parameters")
+	}
+	m := int64(r.MaxDistance)
+	d := g.Op("Min", []string{g.Op("Max", []string{pos.Diff, g.IntScalar(-m)}), g.IntScalar(m)})
+	return g.Op("Gather", []string{ONNXParam(g, r.weight), g.Add(d, g.IntScalar(m))}, onnx.AttrInt("axis", 1))
 }

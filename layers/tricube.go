@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/onnx"
 )
 
 func init() {
@@ -44,4 +45,11 @@ func (Tricube) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff
 	u := h.divide(g, g.PairwiseDist(q, k, false), 1)
 	cube := g.Mul(g.Mul(u, u), u)
 	return g.Scale(g.LogPositive(g.AddConst(g.Neg(cube), 1)), 3)
+}
+
+// ONNXScores writes 3·log max(0, 1 − (‖q − k‖ / h)³) into g.
+func (Tricube) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
+	u := h.divide(g, onnxDist(g, q, k), 1)
+	cube := g.Mul(g.Mul(u, u), u)
+	return g.Scale(onnxLogPositive(g, g.AddConst(g.Unary("Neg", cube), 1)), 3)
 }

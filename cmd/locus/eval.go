@@ -10,13 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/models/transformer"
+	"github.com/locusml/locus/onnx"
 	"github.com/locusml/locus/train"
 )
 
 func init() {
 	register("eval", "evaluate a checkpoint on fresh validation data", runEval)
-	register("export", "write a checkpoint's weights as a safetensors file (PyTorch names)", runExport)
+	register("export", "write a checkpoint as PyTorch weights, Locus safetensors or an ONNX model", runExport)
 	register("inspect", "list a checkpoint's tensors, configuration and metrics", runInspect)
 	register("sample", "generate text from a character LM checkpoint", runSample)
 }
@@ -52,35 +54,110 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// Export formats of runExport.
+const (
+	formatTorch       = "torch"
+	formatSafetensors = "safetensors"
+	formatONNX        = "onnx"
+)
+
 func runExport(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("export", "-ckpt DIR -out model.safetensors", stderr)
+	fs := newFlagSet("export", "-ckpt DIR -out FILE [-format torch|safetensors|onnx]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	out := fs.String("out", "", "output safetensors file")
+	out := fs.String("out", "", "output file")
+	format := fs.String("format", formatTorch, "torch: PyTorch's reference LM layout (standard Transformers only); safetensors: every tensor under Locus's names, reloadable; onnx: a self-contained ONNX model")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *out == "" {
 		return usageErrorf("missing -out FILE")
 	}
+	switch *format {
+	case formatTorch, formatSafetensors, formatONNX:
+	default:
+		return usageErrorf("-format %q, want torch, safetensors or onnx", *format)
+	}
 	ck, err := openCheckpoint(*ckpt)
 	if err != nil {
 		return err
-	}
-	meta := map[string]string{"format": "pt", "locus_config": string(ck.ModelConfig), "locus_family": ck.Family, "step": fmt.Sprint(ck.Step)}
-	if err := train.ExportSafetensors(*out, ck.Params, meta); err != nil {
-		return err
-	}
-	note := ""
-	if name, _, err := checkpointFamily(ck); err == nil && name == transformer.Family {
-		if cfg, err := transformer.ParseConfig(ck.ModelConfig); err == nil && !cfg.Standard() {
-			note = " (not the standard Transformer, so PyTorch's reference LM computes another function: " + strings.Join(cfg.NonStandard(), "; ") + ")"
-		}
 	}
 	var n int
 	for _, t := range ck.Params {
 		n += t.Shape().TotalSize()
 	}
-	fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters%s\n", *out, len(ck.Params), n, note)
+	switch *format {
+	case formatTorch:
+		if err := torchExportable(ck); err != nil {
+			return err
+		}
+		meta := map[string]string{"format": "pt", train.MetaConfig: string(ck.ModelConfig), train.MetaFamily: ck.Family, train.MetaStep: fmt.Sprint(ck.Step)}
+		if err := train.ExportSafetensors(*out, ck.Params, meta); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters, PyTorch's reference LM layout\n", *out, len(ck.Params), n)
+	case formatSafetensors:
+		if err := train.ExportModel(*out, ck); err != nil {
+			return err
+		}
+		var cfg bytes.Buffer
+		if json.Compact(&cfg, ck.ModelConfig) != nil {
+			cfg.Reset()
+			cfg.Write(ck.ModelConfig)
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d tensors, %d parameters, Locus's names; model family %s, config %s\n", *out, len(ck.Params), n, ck.Family, cfg.Bytes())
+	case formatONNX:
+		if ck.Family == "" { // an early checkpoint: the family follows from its task
+			name, _, err := checkpointFamily(ck)
+			if err != nil {
+				return err
+			}
+			ck.Family = name
+		}
+		m, _, err := ck.Build(autodiff.Float32)
+		if err != nil {
+			return err
+		}
+		e, ok := m.(onnx.Exporter)
+		if !ok {
+			return fmt.Errorf("%s: model family %s has no ONNX export", ck.Dir, ck.Family)
+		}
+		om, err := e.ExportONNX()
+		if err != nil {
+			return fmt.Errorf("%s: onnx export: %w", ck.Dir, err)
+		}
+		if err := onnx.WriteFile(*out, om); err != nil {
+			return err
+		}
+		var sig []string
+		for _, v := range append(om.Inputs(), om.Outputs()...) {
+			dims := make([]string, len(v.Dims))
+			for i, d := range v.Dims {
+				dims[i] = d.String()
+			}
+			sig = append(sig, fmt.Sprintf("%s %s [%s]", v.Name, v.Type, strings.Join(dims, ", ")))
+		}
+		fmt.Fprintf(stdout, "wrote %s: ONNX opset 17, %d parameters; inputs and outputs: %s\n", *out, n, strings.Join(sig, "; "))
+	}
+	return nil
+}
+
+// torchExportable returns nil if PyTorch's reference LM computes the checkpoint's model
+// from its weights, and otherwise an error naming every setting that differs.
+func torchExportable(ck *train.Checkpoint) error {
+	name, _, err := checkpointFamily(ck)
+	if err != nil {
+		return err
+	}
+	if name != transformer.Family {
+		return fmt.Errorf("%s: -format torch writes the layout of PyTorch's reference LM (a standard softmax Transformer); a %s model has none: use -format safetensors or -format onnx", ck.Dir, name)
+	}
+	cfg, err := transformer.ParseConfig(ck.ModelConfig)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ck.Dir, err)
+	}
+	if ns := cfg.NonStandard(); len(ns) > 0 {
+		return fmt.Errorf("%s: -format torch refused: PyTorch's reference LM would load these weights and compute another function, since the model differs from the standard Transformer in: %s; use -format safetensors or -format onnx", ck.Dir, strings.Join(ns, "; "))
+	}
 	return nil
 }
 

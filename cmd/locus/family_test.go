@@ -106,8 +106,8 @@ func TestKernelExpressionCharLM(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, `"kernel": "gaussian * window(8)"`) || !strings.Contains(stdout, "bandwidths:") || !strings.Contains(stdout, "blocks.0.attn.bandwidth.rho") {
 		t.Errorf("inspect: exit %d\n%s%s", code, stdout, stderr)
 	}
-	code, stdout, stderr = runCLI(t, "export", "-ckpt", run, "-out", filepath.Join(dir, "m.safetensors"))
-	if code != 0 || !strings.Contains(stdout, "kernel gaussian * window(8)") {
+	code, stdout, stderr = runCLI(t, "export", "-format", "safetensors", "-ckpt", run, "-out", filepath.Join(dir, "m.safetensors"))
+	if code != 0 || !strings.Contains(stdout, "gaussian * window(8)") {
 		t.Errorf("export: exit %d %q %s", code, stdout, stderr)
 	}
 }
@@ -240,7 +240,7 @@ func TestLibraryCheckpoint(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "blocks.0.attn.kernel.position.weight") || !strings.Contains(stdout, "model family transformer") {
 			t.Errorf("inspect %s: exit %d\n%s%s", dir, code, stdout, stderr)
 		}
-		if code, _, stderr := runCLI(t, "export", "-ckpt", dir, "-out", filepath.Join(dir, "m.safetensors")); code != 0 {
+		if code, _, stderr := runCLI(t, "export", "-format", "safetensors", "-ckpt", dir, "-out", filepath.Join(dir, "m.safetensors")); code != 0 {
 			t.Errorf("export %s: exit %d\n%s", dir, code, stderr)
 		}
 	}
