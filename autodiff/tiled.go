@@ -1,0 +1,664 @@
+package autodiff
+
+import (
+	"fmt"
+	"math"
+
+	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/gemm"
+)
+
+// PairKernel is a content kernel whose log-score depends on a query q and a key k only
+// through their dot product q·k and squared distance ‖q − k‖², at a bandwidth h > 0:
+// the form TiledLocalMean evaluates tile by tile. Every kernel of THEORY.md §1 has it.
+type PairKernel interface {
+	// Name identifies the kernel (its spec).
+	Name() string
+	// PairTerms reports which terms the score reads: the dot product, the squared
+	// distance, or both (neither for a constant kernel).
+	PairTerms() (dot, dist bool)
+	// PairScores sets s[j] = log K of pair j from dot[j] and d2[j] at bandwidth h; a slice
+	// the kernel does not read (PairTerms) is nil. −Inf marks a pair outside the support.
+	PairScores(s, dot, d2 []float64, h float64)
+	// PairGrads sets gdot[j] = gs[j]·∂s_j/∂dot and gd2[j] = gs[j]·∂s_j/∂d2 for the
+	// gradients gs of the scores, and returns Σ_j gs[j]·∂s_j/∂h. Where gs[j] is 0 (a pair
+	// of weight 0, outside the support) both are 0, never NaN.
+	PairGrads(gs, dot, d2 []float64, h float64, gdot, gd2 []float64) (gh float64)
+}
+
+// TiledOptions are the optional parts of a TiledLocalMean call.
+type TiledOptions struct {
+	// Bandwidth is nil for the constant BandwidthValue, or a node [1] (one bandwidth for
+	// every query) or [N, Tq] (one per query row).
+	Bandwidth      *Node
+	BandwidthValue float64
+	// RelBias is nil or a table [P, 2M+1], P = 1 or Heads: the score of query t and key s
+	// gains RelBias[p, clip(s − t − Offset, −M, M) + M] (a position kernel on relative
+	// positions), p the query's head when P = Heads.
+	RelBias *Node
+	// KeyMask is nil or [B, Tk], zero marking keys that no query of batch element b sees.
+	KeyMask *Node
+	// Heads is the number of heads in N = B·Heads (row n is batch n / Heads, head
+	// n % Heads); 0 means 1.
+	Heads int
+	// Mask is the box kernel (causal, window, offset, hollow).
+	Mask Mask
+}
+
+// Tile sizes of TiledLocalMean: query rows per block and keys per tile.
+const (
+	tileRows = 64
+	tileKeys = 64
+)
+
+// TiledLocalMean is the local mean of THEORY.md §8 in O(T) memory: for queries q
+// [N, Tq, d], keys k [N, Tk, d] and values v [N, Tk, dv] it returns [N, Tq, dv] with
+//
+//	m_t = Σ_s w_ts v_s,   w_ts = exp(s_ts) / Σ_u exp(s_tu),   s_ts = kern(q_t·k_s, ‖q_t − k_s‖²; h_t) + bias
+//
+// over the keys that opt.Mask and opt.KeyMask allow, the same function and the same
+// edge-case rules as LocalMean of the kernel's scores. It walks the keys in tiles with a
+// running maximum and sum per query (FlashAttention-2), keeps only the log-normaliser per
+// query, and recomputes each tile's weights in the backward pass, so it never holds the
+// N·Tq·Tk weights; tiles that the mask hides entirely (causal, window) are skipped, so a
+// window of w keys costs O(T·w). Gradients flow to q, k, v, the bandwidth node and the
+// relative-bias table.
+func (g *Graph) TiledLocalMean(kern PairKernel, q, k, v *Node, opt TiledOptions) *Node {
+	if !g.ok("TiledLocalMean", q, k, v) {
+		return nil
+	}
+	if kern == nil {
+		return g.failf("TiledLocalMean: nil kernel")
+	}
+	qs, ks, vs := q.n.Shape(), k.n.Shape(), v.n.Shape()
+	if qs.Dims() != 3 || ks.Dims() != 3 || vs.Dims() != 3 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] || ks[1] != vs[1] {
+		return g.failf("TiledLocalMean: queries %v, keys %v and values %v (want [N,Tq,d], [N,Tk,d], [N,Tk,dv])", qs, ks, vs)
+	}
+	heads := max(opt.Heads, 1)
+	if qs[0]%heads != 0 {
+		return g.failf("TiledLocalMean: %d heads do not divide %d rows", heads, qs[0])
+	}
+	if opt.Mask.Window < 0 || opt.Mask.Offset < 0 {
+		return g.failf("TiledLocalMean: mask %v, want a window and offset >= 0", opt.Mask)
+	}
+	tk := &tiledKernel{kern: kern, heads: heads, mask: opt.Mask, h: opt.BandwidthValue}
+	tk.useDot, tk.useDist = kern.PairTerms()
+	inputs := []*Node{q, k, v}
+	if opt.Bandwidth != nil {
+		if !g.ok("TiledLocalMean", opt.Bandwidth) {
+			return nil
+		}
+		hs := opt.Bandwidth.n.Shape()
+		switch {
+		case hs.TotalSize() == 1:
+			tk.hMode = hScalar
+		case hs.Dims() == 2 && hs[0] == qs[0] && hs[1] == qs[1]:
+			tk.hMode = hRows
+		default:
+			return g.failf("TiledLocalMean: bandwidth %v, want [1] or [%d, %d]", hs, qs[0], qs[1])
+		}
+		tk.hIn = len(inputs)
+		inputs = append(inputs, opt.Bandwidth)
+	} else if !(tk.h > 0) || math.IsInf(tk.h, 0) {
+		return g.failf("TiledLocalMean: bandwidth %g, want a positive finite value", tk.h)
+	}
+	if opt.RelBias != nil {
+		if !g.ok("TiledLocalMean", opt.RelBias) {
+			return nil
+		}
+		bs := opt.RelBias.n.Shape()
+		if bs.Dims() != 2 || (bs[0] != 1 && bs[0] != heads) || bs[1]%2 != 1 {
+			return g.failf("TiledLocalMean: relative bias %v, want [1 or %d, 2M+1]", bs, heads)
+		}
+		tk.biasP, tk.biasM = bs[0], bs[1]/2
+		tk.biasIn = len(inputs)
+		inputs = append(inputs, opt.RelBias)
+	}
+	if opt.KeyMask != nil {
+		if !g.ok("TiledLocalMean", opt.KeyMask) {
+			return nil
+		}
+		if ms := opt.KeyMask.n.Shape(); ms.Dims() != 2 || ms[0] != qs[0]/heads || ms[1] != ks[1] {
+			return g.failf("TiledLocalMean: key mask %v, want [%d, %d]", ms, qs[0]/heads, ks[1])
+		}
+		tk.maskIn = len(inputs)
+		inputs = append(inputs, opt.KeyMask)
+	}
+	return g.applyFused(tk, inputs...)
+}
+
+const (
+	hConst = iota
+	hScalar
+	hRows
+)
+
+type tiledKernel struct {
+	kern            PairKernel
+	useDot, useDist bool
+	heads           int
+	mask            Mask
+	h               float64
+	hMode           int
+	hIn, biasIn     int // input indices, 0 when absent
+	maskIn          int
+	biasP, biasM    int
+	// lse holds each query's log-normaliser M + log ℓ from the last forward pass (−Inf
+	// for a query that sees nothing, NaN for a NaN row): O(N·Tq), all the backward pass
+	// keeps besides the inputs and the output.
+	lse []float64
+	// Gradients of every input, computed together by the first backward call of a pass.
+	grads   []*tensor.Dense
+	gen     int
+	gradGen int
+}
+
+func (k *tiledKernel) opName() string { return "TiledLocalMean" }
+func (k *tiledKernel) hashAttrs() string {
+	return fmt.Sprintf("{kernel:%s,heads:%d,mask:%v,h:%g,hmode:%d,bias:%d/%d,keymask:%v}",
+		k.kern.Name(), k.heads, k.mask, k.h, k.hMode, k.biasP, k.biasM, k.maskIn > 0)
+}
+func (k *tiledKernel) arity() int {
+	return 3 + b2i(k.hIn > 0) + b2i(k.biasIn > 0) + b2i(k.maskIn > 0)
+}
+func (k *tiledKernel) diffWRT() []bool {
+	d := make([]bool, k.arity())
+	for i := range d {
+		d[i] = k.maskIn == 0 || i != k.maskIn
+	}
+	return d
+}
+func (k *tiledKernel) floatInputs() []bool {
+	f := make([]bool, k.arity())
+	for i := range f {
+		f[i] = true
+	}
+	return f
+}
+func (k *tiledKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
+	return tensor.Shape{in[0][0], in[0][1], in[2][2]}, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// tiledDims are the sizes of one TiledLocalMean call.
+type tiledDims struct {
+	n, tq, tk, d, dv int
+}
+
+// tiledArgs are one pass's inputs as slices of the op's dtype.
+type tiledArgs[T float] struct {
+	q, k, v, h, bias, km []T
+}
+
+func tiledInputs[T float](k *tiledKernel, in []*tensor.Dense) tiledArgs[T] {
+	a := tiledArgs[T]{q: flat[T](in[0]), k: flat[T](in[1]), v: flat[T](in[2])}
+	if k.hIn > 0 {
+		a.h = flat[T](in[k.hIn])
+	}
+	if k.biasIn > 0 {
+		a.bias = flat[T](in[k.biasIn])
+	}
+	if k.maskIn > 0 {
+		a.km = flat[T](in[k.maskIn])
+	}
+	return a
+}
+
+func (k *tiledKernel) dims(in []*tensor.Dense) tiledDims {
+	qs, vs := in[0].Shape(), in[2].Shape()
+	return tiledDims{n: qs[0], tq: qs[1], tk: vs[1], d: qs[2], dv: vs[2]}
+}
+
+func (k *tiledKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
+	d := k.dims(in)
+	if len(k.lse) != d.n*d.tq {
+		k.lse = make([]float64, d.n*d.tq)
+	}
+	k.gen++
+	switch in[0].Dtype() {
+	case Float32:
+		tiledForward(k, d, gemm.Sgemm, tiledInputs[float32](k, in), out.Float32s())
+	case Float64:
+		tiledForward(k, d, gemm.Dgemm, tiledInputs[float64](k, in), out.Float64s())
+	}
+	return nil
+}
+
+// tileScratch is one worker's buffers for a block of rows and a tile of keys.
+type tileScratch[T float] struct {
+	dots, p, c     []T       // [tileRows, tileKeys]: q·k, weights, coefficient matrix
+	acc            []T       // [tileRows, dv]
+	dot, d2, s, gs []float64 // one row of the tile
+	gdot, gd2      []float64
+	qq, kk         []float64 // squared norms of the problem's queries and keys
+}
+
+func newTileScratch[T float](d tiledDims) *tileScratch[T] {
+	return &tileScratch[T]{
+		dots: make([]T, tileRows*tileKeys), p: make([]T, tileRows*tileKeys), c: make([]T, tileRows*tileKeys),
+		acc: make([]T, tileRows*d.dv),
+		dot: make([]float64, tileKeys), d2: make([]float64, tileKeys), s: make([]float64, tileKeys),
+		gs: make([]float64, tileKeys), gdot: make([]float64, tileKeys), gd2: make([]float64, tileKeys),
+		qq: make([]float64, d.tq), kk: make([]float64, d.tk),
+	}
+}
+
+// problem is one (batch, head) slice of a call.
+type problem[T float] struct {
+	q, k, v []T
+	km      []T // the batch element's key mask, or nil
+	bias    []T // the head's relative-bias row [2M+1], or nil
+	h       []T // per-row bandwidths [Tq], or nil
+	h0      float64
+}
+
+func tiledProblem[T float](k *tiledKernel, d tiledDims, a tiledArgs[T], p int) problem[T] {
+	pr := problem[T]{
+		q:  a.q[p*d.tq*d.d : (p+1)*d.tq*d.d],
+		k:  a.k[p*d.tk*d.d : (p+1)*d.tk*d.d],
+		v:  a.v[p*d.tk*d.dv : (p+1)*d.tk*d.dv],
+		h0: k.h,
+	}
+	if a.km != nil {
+		b := p / k.heads
+		pr.km = a.km[b*d.tk : (b+1)*d.tk]
+	}
+	if a.bias != nil {
+		row := 0
+		if k.biasP > 1 {
+			row = p % k.heads
+		}
+		w := 2*k.biasM + 1
+		pr.bias = a.bias[row*w : (row+1)*w]
+	}
+	switch k.hMode {
+	case hScalar:
+		pr.h0 = float64(a.h[0])
+	case hRows:
+		pr.h = a.h[p*d.tq : (p+1)*d.tq]
+	}
+	return pr
+}
+
+func (pr *problem[T]) bandwidth(t int) float64 {
+	if pr.h != nil {
+		return float64(pr.h[t])
+	}
+	return pr.h0
+}
+
+func sqNorms[T float](x []T, rows, d int, out []float64) {
+	for i := range rows {
+		out[i] = dot64(x[i*d:(i+1)*d], x[i*d:(i+1)*d])
+	}
+}
+
+// tileScores sets sc.s[:c1−c0] to the scores of query t against keys c0..c1−1 (row i of
+// the block's dot-product tile), −Inf for the hidden keys, and returns whether any
+// key of the tile is visible.
+func tileScores[T float](k *tiledKernel, d tiledDims, pr *problem[T], sc *tileScratch[T], i, t, c0, c1 int) bool {
+	lo, hi, self := k.mask.visible(t, d.tk)
+	lo, hi = max(lo, c0), min(hi, c1)
+	if hi <= lo {
+		return false
+	}
+	w := c1 - c0
+	dots := sc.dots[i*tileKeys : i*tileKeys+w]
+	var dot, d2 []float64
+	if k.useDot || k.useDist {
+		dot = sc.dot[:w]
+		for j, x := range dots {
+			dot[j] = float64(x)
+		}
+	}
+	if k.useDist {
+		d2 = sc.d2[:w]
+		qq := sc.qq[t]
+		for j := range d2 {
+			d2[j] = max(qq+sc.kk[c0+j]-2*dot[j], 0)
+		}
+	}
+	if !k.useDot {
+		dot = nil
+	}
+	s := sc.s[:w]
+	k.kern.PairScores(s, dot, d2, pr.bandwidth(t))
+	ninf := math.Inf(-1)
+	if pr.bias != nil {
+		m, pos := k.biasM, t+k.mask.Offset
+		for j := range s {
+			r := min(max(c0+j-pos, -m), m)
+			s[j] += float64(pr.bias[r+m])
+		}
+	}
+	for j := range lo - c0 {
+		s[j] = ninf
+	}
+	for j := hi - c0; j < w; j++ {
+		s[j] = ninf
+	}
+	if self >= lo && self < hi {
+		s[self-c0] = ninf
+	}
+	if pr.km != nil {
+		for j, m := range pr.km[c0:c1] {
+			if m == 0 {
+				s[j] = ninf
+			}
+		}
+	}
+	return true
+}
+
+func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledArgs[T], out []T) {
+	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
+		sc := newTileScratch[T](d)
+		mx := make([]float64, tileRows)
+		ell := make([]float64, tileRows)
+		bad := make([]bool, tileRows)
+		for p := plo; p < phi; p++ {
+			pr := tiledProblem(k, d, a, p)
+			op := out[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
+			lse := k.lse[p*d.tq : (p+1)*d.tq]
+			if k.useDist {
+				sqNorms(pr.q, d.tq, d.d, sc.qq)
+				sqNorms(pr.k, d.tk, d.d, sc.kk)
+			}
+			for r0 := 0; r0 < d.tq; r0 += tileRows {
+				r1 := min(r0+tileRows, d.tq)
+				rb := r1 - r0
+				clo, chi := keyRange(k.mask, r0, r1, d.tk)
+				acc := sc.acc[:rb*d.dv]
+				clear(acc)
+				for i := range rb {
+					mx[i], ell[i], bad[i] = math.Inf(-1), 0, false
+				}
+				for c0 := clo; c0 < chi; c0 += tileKeys {
+					c1 := min(c0+tileKeys, chi)
+					w := c1 - c0
+					if k.useDot || k.useDist {
+						mm(false, true, rb, w, d.d, 1, pr.q[r0*d.d:], d.d, pr.k[c0*d.d:], d.d, 0, sc.dots, tileKeys)
+					}
+					seen := false
+					for i := range rb {
+						prow := sc.p[i*tileKeys : i*tileKeys+w]
+						if !tileScores(k, d, &pr, sc, i, r0+i, c0, c1) {
+							clear(prow)
+							continue
+						}
+						s := sc.s[:w]
+						tmax := math.Inf(-1)
+						for _, x := range s {
+							if math.IsNaN(x) || math.IsInf(x, 1) {
+								bad[i] = true
+							}
+							tmax = max(tmax, x)
+						}
+						if bad[i] || math.IsInf(tmax, -1) {
+							clear(prow)
+							continue
+						}
+						seen = true
+						if tmax > mx[i] {
+							if !math.IsInf(mx[i], -1) {
+								f := math.Exp(mx[i] - tmax)
+								ell[i] *= f
+								scaleBy(acc[i*d.dv:(i+1)*d.dv], T(f))
+							}
+							mx[i] = tmax
+						}
+						for j, x := range s {
+							prow[j] = T(x - mx[i])
+						}
+						ell[i] += float64(expShiftSum(prow, 0))
+					}
+					if seen {
+						mm(false, false, rb, d.dv, w, 1, sc.p, tileKeys, pr.v[c0*d.dv:], d.dv, 1, acc, d.dv)
+					}
+				}
+				for i := range rb {
+					t := r0 + i
+					o := op[t*d.dv : (t+1)*d.dv]
+					switch {
+					case bad[i]:
+						for c := range o {
+							o[c] = T(math.NaN())
+						}
+						lse[t] = math.NaN()
+					case ell[i] == 0:
+						clear(o)
+						lse[t] = math.Inf(-1)
+					default:
+						inv := 1 / ell[i]
+						for c, x := range acc[i*d.dv : (i+1)*d.dv] {
+							o[c] = T(float64(x) * inv)
+						}
+						lse[t] = mx[i] + math.Log(ell[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func (k *tiledKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
+	if k.gradGen != k.gen || len(k.grads) != len(in) {
+		if len(k.grads) != len(in) {
+			k.grads = make([]*tensor.Dense, len(in))
+		}
+		for i, x := range in {
+			if k.grads[i] == nil || !k.grads[i].Shape().Eq(x.Shape()) || k.grads[i].Dtype() != x.Dtype() {
+				k.grads[i] = newDense(x.Dtype(), x.Shape())
+			}
+		}
+		d := k.dims(in)
+		switch in[0].Dtype() {
+		case Float32:
+			tiledBackward(k, d, gemm.Sgemm, tiledInputs[float32](k, in), out.Float32s(), gout.Float32s(), tiledInputs[float32](k, k.grads))
+		case Float64:
+			tiledBackward(k, d, gemm.Dgemm, tiledInputs[float64](k, in), out.Float64s(), gout.Float64s(), tiledInputs[float64](k, k.grads))
+		}
+		k.gradGen = k.gen
+	}
+	switch dst.Dtype() {
+	case Float32:
+		copy(dst.Float32s(), k.grads[wrt].Float32s())
+	case Float64:
+		copy(dst.Float64s(), k.grads[wrt].Float64s())
+	}
+	return nil
+}
+
+// tiledBackward computes every input's gradient into gr (q, k, v, the bandwidth and the
+// bias table; the key mask's slot stays unused): per block and tile it recomputes the
+// weights w = exp(s − lse), then dv += wᵀ·dm, gs = w ⊙ (dm·vᵀ − dm·m) (THEORY.md §8), and
+// passes gs through the kernel (PairGrads) to the dot products and squared distances.
+func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledArgs[T], out, dm []T, gr tiledArgs[T]) {
+	clear(gr.q)
+	clear(gr.k)
+	clear(gr.v)
+	var hRows []float64 // per (problem, row) bandwidth gradients
+	if gr.h != nil {
+		hRows = make([]float64, d.n*d.tq)
+	}
+	var biasParts []float64 // per problem, [2M+1]
+	bw := 2*k.biasM + 1
+	if gr.bias != nil {
+		biasParts = make([]float64, d.n*bw)
+	}
+	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
+		sc := newTileScratch[T](d)
+		delta := make([]float64, tileRows)
+		rs := make([]float64, tileRows)
+		cs := make([]float64, d.tk)
+		for p := plo; p < phi; p++ {
+			pr := tiledProblem(k, d, a, p)
+			lse := k.lse[p*d.tq : (p+1)*d.tq]
+			op := out[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
+			dmp := dm[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
+			dq := gr.q[p*d.tq*d.d : (p+1)*d.tq*d.d]
+			dk := gr.k[p*d.tk*d.d : (p+1)*d.tk*d.d]
+			dv := gr.v[p*d.tk*d.dv : (p+1)*d.tk*d.dv]
+			if k.useDist {
+				sqNorms(pr.q, d.tq, d.d, sc.qq)
+				sqNorms(pr.k, d.tk, d.d, sc.kk)
+				clear(cs)
+			}
+			for r0 := 0; r0 < d.tq; r0 += tileRows {
+				r1 := min(r0+tileRows, d.tq)
+				rb := r1 - r0
+				clo, chi := keyRange(k.mask, r0, r1, d.tk)
+				for i := range rb {
+					t := r0 + i
+					delta[i] = dot64(dmp[t*d.dv:(t+1)*d.dv], op[t*d.dv:(t+1)*d.dv])
+					rs[i] = 0
+				}
+				for c0 := clo; c0 < chi; c0 += tileKeys {
+					c1 := min(c0+tileKeys, chi)
+					w := c1 - c0
+					if k.useDot || k.useDist {
+						mm(false, true, rb, w, d.d, 1, pr.q[r0*d.d:], d.d, pr.k[c0*d.d:], d.d, 0, sc.dots, tileKeys)
+					}
+					// The weights first, then dm·vᵀ into the dots' buffer once they are used.
+					seen := false
+					for i := range rb {
+						t := r0 + i
+						prow := sc.p[i*tileKeys : i*tileKeys+w]
+						if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) || !tileScores(k, d, &pr, sc, i, t, c0, c1) {
+							clear(prow)
+							clear(sc.c[i*tileKeys : i*tileKeys+w])
+							continue
+						}
+						seen = true
+						for j, x := range sc.s[:w] {
+							prow[j] = T(x - lse[t])
+						}
+						expShiftSum(prow, 0)
+						// Keep the score-side terms of this row for PairGrads below: the
+						// tile's dot products are overwritten by dm·vᵀ.
+						crow := sc.c[i*tileKeys : i*tileKeys+w]
+						copy(crow, sc.dots[i*tileKeys:i*tileKeys+w])
+					}
+					if !seen {
+						continue
+					}
+					mm(true, false, w, d.dv, rb, 1, sc.p, tileKeys, dmp[r0*d.dv:], d.dv, 1, dv[c0*d.dv:], d.dv)
+					mm(false, true, rb, w, d.dv, 1, dmp[r0*d.dv:], d.dv, pr.v[c0*d.dv:], d.dv, 0, sc.dots, tileKeys)
+					needQK := k.useDot || k.useDist
+					for i := range rb {
+						t := r0 + i
+						prow := sc.p[i*tileKeys : i*tileKeys+w]
+						crow := sc.c[i*tileKeys : i*tileKeys+w]
+						if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) {
+							continue
+						}
+						gs := sc.gs[:w]
+						nz := false
+						for j, pj := range prow {
+							gs[j] = float64(pj) * (float64(sc.dots[i*tileKeys+j]) - delta[i])
+							nz = nz || gs[j] != 0
+						}
+						if !nz {
+							clear(crow)
+							continue
+						}
+						if biasParts != nil {
+							part := biasParts[p*bw : (p+1)*bw]
+							m, pos := k.biasM, t+k.mask.Offset
+							for j, x := range gs {
+								part[min(max(c0+j-pos, -m), m)+m] += x
+							}
+						}
+						var dot, d2 []float64
+						if needQK {
+							dot = sc.dot[:w]
+							for j, x := range crow {
+								dot[j] = float64(x)
+							}
+						}
+						if k.useDist {
+							d2 = sc.d2[:w]
+							for j := range d2 {
+								d2[j] = max(sc.qq[t]+sc.kk[c0+j]-2*dot[j], 0)
+							}
+						}
+						if !k.useDot {
+							dot = nil
+						}
+						gdot, gd2 := sc.gdot[:w], sc.gd2[:w]
+						clear(gdot)
+						clear(gd2)
+						gh := k.kern.PairGrads(gs, dot, d2, pr.bandwidth(t), gdot, gd2)
+						if hRows != nil {
+							hRows[p*d.tq+t] += gh
+						}
+						for j := range crow {
+							crow[j] = T(gdot[j] - 2*gd2[j])
+						}
+						if k.useDist {
+							var r float64
+							for j, x := range gd2 {
+								r += x
+								cs[c0+j] += x
+							}
+							rs[i] += r
+						}
+					}
+					if needQK {
+						mm(false, false, rb, d.d, w, 1, sc.c, tileKeys, pr.k[c0*d.d:], d.d, 1, dq[r0*d.d:], d.d)
+						mm(true, false, w, d.d, rb, 1, sc.c, tileKeys, pr.q[r0*d.d:], d.d, 1, dk[c0*d.d:], d.d)
+					}
+				}
+				if k.useDist {
+					for i := range rb {
+						t := r0 + i
+						f := T(2 * rs[i])
+						for c, x := range pr.q[t*d.d : (t+1)*d.d] {
+							dq[t*d.d+c] += f * x
+						}
+					}
+				}
+			}
+			if k.useDist {
+				for s := range d.tk {
+					f := T(2 * cs[s])
+					for c, x := range pr.k[s*d.d : (s+1)*d.d] {
+						dk[s*d.d+c] += f * x
+					}
+				}
+			}
+		}
+	})
+	switch {
+	case gr.h == nil:
+	case k.hMode == hScalar:
+		var s float64
+		for _, x := range hRows {
+			s += x
+		}
+		gr.h[0] = T(s)
+	default:
+		for i, x := range hRows {
+			gr.h[i] = T(x)
+		}
+	}
+	if gr.bias != nil {
+		clear(gr.bias)
+		for p := range d.n {
+			row := 0
+			if k.biasP > 1 {
+				row = p % k.heads
+			}
+			for j, x := range biasParts[p*bw : (p+1)*bw] {
+				gr.bias[row*bw+j] += T(x)
+			}
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package autodiff
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// Pair kernels of the test: the exponential, Gaussian and Epanechnikov kernels written
+// out here, independently of package layers.
+type testExp struct{}
+
+func (testExp) Name() string                { return "exp" }
+func (testExp) PairTerms() (dot, dist bool) { return true, false }
+func (testExp) PairScores(s, dot, _ []float64, h float64) {
+	for j, x := range dot {
+		s[j] = x / h
+	}
+}
+func (testExp) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		gdot[j] = g / h
+		gh -= g * dot[j] / (h * h)
+	}
+	return gh
+}
+
+type testGauss struct{}
+
+func (testGauss) Name() string                { return "gauss" }
+func (testGauss) PairTerms() (dot, dist bool) { return false, true }
+func (testGauss) PairScores(s, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		s[j] = -x / (2 * h * h)
+	}
+}
+func (testGauss) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		gd2[j] = -g / (2 * h * h)
+		gh += g * d2[j] / (h * h * h)
+	}
+	return gh
+}
+
+type testEpan struct{}
+
+func (testEpan) Name() string                { return "epan" }
+func (testEpan) PairTerms() (dot, dist bool) { return false, true }
+func (testEpan) PairScores(s, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		u := x / (h * h)
+		if u >= 1 {
+			s[j] = math.Inf(-1)
+			continue
+		}
+		s[j] = math.Log1p(-u)
+	}
+}
+func (testEpan) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		u := d2[j] / (h * h)
+		if g == 0 || u >= 1 {
+			continue
+		}
+		gd2[j] = -g / (h * h) / (1 - u)
+		gh += g * 2 * u / h / (1 - u)
+	}
+	return gh
+}
+
+type tiledCase struct {
+	name         string
+	kern         PairKernel
+	b, h, tq, tk int
+	mask         Mask
+	keyPad, rows bool // key padding; per-row bandwidths
+	biasM, biasP int  // relative bias table, if biasM > 0
+	hval         float64
+}
+
+var tiledCases = []tiledCase{
+	{name: "exp", kern: testExp{}, b: 1, h: 2, tq: 70, tk: 70, hval: 2},
+	{name: "expCausalBias", kern: testExp{}, b: 2, h: 2, tq: 80, tk: 80, mask: Mask{Causal: true}, biasM: 5, biasP: 2, hval: 1.5},
+	{name: "gaussWindowRows", kern: testGauss{}, b: 1, h: 2, tq: 90, tk: 90, mask: Mask{Window: 20}, rows: true, hval: 1.7},
+	{name: "gaussPadHollow", kern: testGauss{}, b: 2, h: 1, tq: 66, tk: 66, mask: Mask{Hollow: true}, keyPad: true, hval: 1.2},
+	{name: "epanOffset", kern: testEpan{}, b: 1, h: 2, tq: 5, tk: 70, mask: Mask{Causal: true, Offset: 65}, hval: 3},
+	{name: "epanCausal", kern: testEpan{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, hval: 2.5},
+}
+
+func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense) {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	const d, dv = 3, 2
+	n := c.b * c.h
+	params = map[string]*tensor.Dense{
+		"q": randTensor(rng, 1, n, c.tq, d),
+		"k": randTensor(rng, 1, n, c.tk, d),
+		"v": randTensor(rng, 1, n, c.tk, dv),
+	}
+	if c.rows {
+		hv := make([]float64, n*c.tq)
+		for i := range hv {
+			hv[i] = c.hval * (0.8 + 0.4*rng.Float64())
+		}
+		params["h"] = tensor.New(tensor.WithShape(n, c.tq), tensor.WithBacking(hv))
+	} else {
+		params["h"] = tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{c.hval}))
+	}
+	if c.biasM > 0 {
+		params["bias"] = randTensor(rng, 0.5, c.biasP, 2*c.biasM+1)
+	}
+	inputs = map[string]*tensor.Dense{}
+	if c.keyPad {
+		km := make([]float64, c.b*c.tk)
+		for i := range km {
+			km[i] = 1
+		}
+		km[c.tk-1] = 0
+		km[3] = 0
+		if c.b > 1 {
+			for j := range c.tk {
+				km[c.tk+j] = 0
+			}
+		}
+		inputs["km"] = tensor.New(tensor.WithShape(c.b, c.tk), tensor.WithBacking(km))
+	}
+	return params, inputs
+}
+
+func (c tiledCase) build(g *Graph, p map[string]*Node) *Node {
+	opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], Heads: c.h, Mask: c.mask}
+	return g.TiledLocalMean(c.kern, p["q"], p["k"], p["v"], opt)
+}
+
+// reference computes the tiled op's function with explicit scores and naiveLocalMean.
+func (c tiledCase) reference(params, inputs map[string]*tensor.Dense) []float64 {
+	q, k, v := params["q"].Float64s(), params["k"].Float64s(), params["v"].Float64s()
+	hs := params["h"].Float64s()
+	const d = 3
+	n := c.b * c.h
+	s := make([]float64, n*c.tq*c.tk)
+	for p := range n {
+		for t := range c.tq {
+			h := hs[0]
+			if c.rows {
+				h = hs[p*c.tq+t]
+			}
+			for j := range c.tk {
+				qt, ks := q[(p*c.tq+t)*d:(p*c.tq+t+1)*d], k[(p*c.tk+j)*d:(p*c.tk+j+1)*d]
+				var dot, d2 float64
+				for i := range d {
+					dot += qt[i] * ks[i]
+					d2 += (qt[i] - ks[i]) * (qt[i] - ks[i])
+				}
+				out := []float64{0}
+				c.kern.PairScores(out, []float64{dot}, []float64{d2}, h)
+				if c.biasM > 0 {
+					row := 0
+					if c.biasP > 1 {
+						row = p % c.h
+					}
+					r := min(max(j-t-c.mask.Offset, -c.biasM), c.biasM)
+					out[0] += params["bias"].Float64s()[row*(2*c.biasM+1)+r+c.biasM]
+				}
+				s[(p*c.tq+t)*c.tk+j] = out[0]
+			}
+		}
+	}
+	var km []float64
+	if inputs["km"] != nil {
+		km = inputs["km"].Float64s()
+	}
+	return naiveLocalMean(lmDims{n: n, heads: c.h, tq: c.tq, tk: c.tk, dv: 2}, c.mask, s, v, km)
+}
+
+// TestTiledLocalMeanMatchesReference checks the tiled forward pass against explicit
+// scores normalised by naiveLocalMean, in float64 and float32.
+func TestTiledLocalMeanMatchesReference(t *testing.T) {
+	for _, c := range tiledCases {
+		params, inputs := c.tensors(1)
+		want := c.reference(params, inputs)
+		for _, dt := range []Dtype{Float64, Float32} {
+			all := map[string]*tensor.Dense{}
+			for n, x := range params {
+				all[n] = x
+			}
+			got := evalOp(t, dt, false, all, inputs, c.build)
+			tol := 1e-12
+			if dt == Float32 {
+				tol = 2e-5
+			}
+			var worst float64
+			for i := range want {
+				worst = math.Max(worst, math.Abs(got[i]-want[i]))
+			}
+			if worst > tol || math.IsNaN(worst) {
+				t.Errorf("%s %v: largest difference from the reference %g, want <= %g", c.name, dt, worst, tol)
+			}
+		}
+	}
+}
+
+// TestTiledLocalMeanGradients gradient-checks the tiled op with respect to queries, keys,
+// values, bandwidths and the relative-bias table.
+func TestTiledLocalMeanGradients(t *testing.T) {
+	for _, c := range tiledCases {
+		params, inputs := c.tensors(2)
+		checkOp(t, c.name, params, inputs, c.build, GradCheck{MaxPerTensor: 25, RTol: 1e-5, ATol: 1e-7})
+	}
+}
+
+// TestTiledLocalMeanEdgeRows checks LocalMean's rules: a query that sees no key gets 0
+// and zero gradients, and a NaN score makes its query's output NaN.
+func TestTiledLocalMeanEdgeRows(t *testing.T) {
+	c := tiledCase{name: "allPadded", kern: testExp{}, b: 2, h: 1, tq: 3, tk: 4, keyPad: true, hval: 1}
+	params, inputs := c.tensors(3)
+	got := evalOp(t, Float64, false, params, inputs, c.build)
+	for i, x := range got[3*2:] { // batch element 1 sees nothing
+		if x != 0 {
+			t.Fatalf("output %d of a query with no visible key = %g, want 0", 6+i, x)
+		}
+	}
+	checkOp(t, c.name, params, inputs, c.build, GradCheck{})
+	params["q"].Float64s()[0] = math.NaN()
+	got = evalOp(t, Float64, false, params, inputs, c.build)
+	if !math.IsNaN(got[0]) || math.IsNaN(got[2]) {
+		t.Fatalf("NaN query: outputs %v, want NaN in row 0 only", got[:4])
+	}
+}
