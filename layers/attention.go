@@ -25,6 +25,67 @@ type AttentionConfig struct {
 
 	NoBias bool // omit the biases of the q, k, v and o maps
 	Init   Init
+
+	// Tiling chooses between the local mean that keeps its weights (fast at short
+	// lengths) and the tiled one in O(T) memory; the zero value picks by length.
+	Tiling Tiling
+}
+
+// Tiling says when KernelAttention computes its local mean tile by tile
+// (autodiff.Graph.TiledLocalMean: O(T) memory, weights recomputed in the backward pass)
+// instead of keeping the N·Tq·Tk weights. Both compute the same function.
+type Tiling int
+
+const (
+	// TilingAuto tiles from TiledMinKeys keys on, where tiling is the faster of the two.
+	TilingAuto Tiling = iota
+	// TilingNever always keeps the weights.
+	TilingNever
+	// TilingAlways always tiles (where the kernel allows it).
+	TilingAlways
+)
+
+// TiledMinKeys is the number of keys from which TilingAuto tiles (the measured crossover,
+// README "Long sequences").
+const TiledMinKeys = 512
+
+var tilingNames = []string{"auto", "never", "always"}
+
+// String returns auto, never or always.
+func (t Tiling) String() string { return stringEnum("Tiling", tilingNames, t) }
+
+// MarshalText returns the tiling's name.
+func (t Tiling) MarshalText() ([]byte, error) { return marshalEnum("tiling", tilingNames, t) }
+
+// UnmarshalText parses a tiling's name.
+func (t *Tiling) UnmarshalText(b []byte) (err error) {
+	*t, err = parseEnum[Tiling]("tiling", tilingNames, string(b))
+	return err
+}
+
+// tiles reports whether a call over tk keys takes the tiled local mean.
+func (a *KernelAttention) tiles(tk int) bool {
+	switch a.cfg.Tiling {
+	case TilingNever:
+		return false
+	case TilingAlways:
+		return true
+	}
+	return tk >= TiledMinKeys
+}
+
+// pairKernel returns the content kernel as the tiled local mean evaluates it, if it can.
+func (a *KernelAttention) pairKernel() (autodiff.PairKernel, bool) {
+	pk, ok := contentOf(a.Kernel).(autodiff.PairKernel)
+	if !ok {
+		return nil, false
+	}
+	for _, f := range positionFactors(a.Kernel) {
+		if _, ok := f.(RelativePositionKernel); !ok {
+			return nil, false
+		}
+	}
+	return pk, true
 }
 
 // Validate reports the first invalid field.
@@ -44,6 +105,8 @@ func (c AttentionConfig) Validate() error {
 		return fmt.Errorf("AttentionConfig.Rotary needs an even head width, got %d", c.Dim/c.Heads)
 	case c.RotaryBase < 0:
 		return fmt.Errorf("AttentionConfig.RotaryBase = %g, want >= 0", c.RotaryBase)
+	case c.Tiling < TilingAuto || c.Tiling > TilingAlways:
+		return fmt.Errorf("AttentionConfig.Tiling = %v, want auto, never or always", c.Tiling)
 	}
 	if err := c.Bandwidth.Validate(); err != nil {
 		return fmt.Errorf("AttentionConfig.%w", err)
@@ -147,7 +210,7 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if a.standard() {
+	if a.standard() && (mem == nil || len(mem.Shape()) < 2 || !a.tiles(mem.Shape()[1])) {
 		return a.attendFused(g, x, mem, opt)
 	}
 	k, v := a.KeysValues(g, mem, 0)
@@ -244,6 +307,18 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	}
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
 	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq)
+	if pk, ok := a.pairKernel(); ok && a.tiles(tk) {
+		table, _ := relativeScores(g, a.Kernel, tq, tk, opt.Offset)
+		hn := h.Node
+		if hn != nil && len(hn.Shape()) != 2 {
+			hn = g.Reshape(hn, []int{1})
+		}
+		m := g.TiledLocalMean(pk, q, k, v, autodiff.TiledOptions{
+			Bandwidth: hn, BandwidthValue: h.Value, RelBias: table, KeyMask: opt.KeyMask, Heads: a.Heads, Mask: mask,
+		}) // [B·H, Tq, dh]
+		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
+		return a.O.Forward(g, merged)
+	}
 	s := addPositionScores(g, a.Kernel, a.Kernel.Scores(g, q, k, h), a.Heads, opt.Offset)
 	s = g.Reshape(s, []int{b, a.Heads, tq, tk})
 	m := g.LocalMean(s, g.Reshape(v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask) // [B, H, Tq, dh]

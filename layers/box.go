@@ -72,3 +72,6 @@ func (Box) PositionScores(*autodiff.Graph, int, int, int) *autodiff.Node { retur
 
 // ONNXPositionScores returns "": a box is all mask, applied through pos.Visible.
 func (Box) ONNXPositionScores(*onnx.Graph, ONNXPositions) string { return "" }
+
+// RelativeScores returns nil: a box is all mask.
+func (Box) RelativeScores(*autodiff.Graph, int, int, int) *autodiff.Node { return nil }

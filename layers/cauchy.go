@@ -40,3 +40,24 @@ func (Cauchy) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.
 func (Cauchy) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return g.Unary("Neg", g.Unary("Log", g.AddConst(h.divide(g, onnxSqDist(g, q, k), 2), 1)))
 }
+
+// PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
+func (Cauchy) PairTerms() (dot, dist bool) { return false, true }
+
+// PairScores sets s = −log(1 + ‖q − k‖² / h²).
+func (Cauchy) PairScores(s, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		s[j] = -math.Log1p(x / (h * h))
+	}
+}
+
+// PairGrads returns the gradients of −log(1 + ‖q − k‖² / h²).
+func (Cauchy) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		den := h*h + d2[j]
+		gd2[j] = -g / den
+		gh += g * 2 * d2[j] / (h * den)
+	}
+	return gh
+}

@@ -49,3 +49,14 @@ func (d DistancePenalty) PositionScores(g *autodiff.Graph, tq, tk, offset int) *
 func (d DistancePenalty) ONNXPositionScores(g *onnx.Graph, pos ONNXPositions) string {
 	return g.Scale(g.Unary("Abs", g.Cast(pos.Diff, onnx.Float)), -d.Slope)
 }
+
+// RelativeScores returns −Slope·|r| for r = −M..M, M = max(tq + offset, tk) (P = 1), a
+// table as long as the sequence that no relative position outgrows.
+func (d DistancePenalty) RelativeScores(g *autodiff.Graph, tq, tk, offset int) *autodiff.Node {
+	m := max(tq+offset, tk)
+	vals := make([]float64, 2*m+1)
+	for r := -m; r <= m; r++ {
+		vals[r+m] = -d.Slope * math.Abs(float64(r))
+	}
+	return g.ConstTensor([]int{1, 2*m + 1}, vals)
+}

@@ -47,3 +47,32 @@ func (Epanechnikov) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *aut
 func (Epanechnikov) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return onnxLogPositive(g, g.AddConst(g.Unary("Neg", h.divide(g, onnxSqDist(g, q, k), 2)), 1))
 }
+
+// PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
+func (Epanechnikov) PairTerms() (dot, dist bool) { return false, true }
+
+// PairScores sets s = log(1 − ‖q − k‖² / h²), −Inf outside the support.
+func (Epanechnikov) PairScores(s, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		u := x / (h * h)
+		if u >= 1 {
+			s[j] = math.Inf(-1)
+			continue
+		}
+		s[j] = math.Log1p(-u)
+	}
+}
+
+// PairGrads returns the gradients of log(1 − ‖q − k‖² / h²), zero outside the support.
+func (Epanechnikov) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		den := h*h - d2[j]
+		if g == 0 || den <= 0 {
+			continue
+		}
+		gd2[j] = -g / den
+		gh += g * 2 * d2[j] / (h * den)
+	}
+	return gh
+}

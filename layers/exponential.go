@@ -44,3 +44,23 @@ func (Exponential) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *auto
 func (Exponential) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return h.divide(g, g.MatMul(q, g.Transpose(k, 0, 1, 3, 2)), 1)
 }
+
+// PairTerms reads the dot product (autodiff.PairKernel, for the tiled local mean).
+func (Exponential) PairTerms() (dot, dist bool) { return true, false }
+
+// PairScores sets s = q·k / h.
+func (Exponential) PairScores(s, dot, _ []float64, h float64) {
+	for j, x := range dot {
+		s[j] = x / h
+	}
+}
+
+// PairGrads returns the gradients of q·k / h.
+func (Exponential) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		gdot[j] = g / h
+		gh -= g * dot[j]
+	}
+	return gh / (h * h)
+}

@@ -38,3 +38,25 @@ func (Gaussian) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodif
 func (Gaussian) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return h.divide(g, g.Scale(onnxSqDist(g, q, k), -0.5), 2)
 }
+
+// PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
+func (Gaussian) PairTerms() (dot, dist bool) { return false, true }
+
+// PairScores sets s = −‖q − k‖² / (2h²).
+func (Gaussian) PairScores(s, _, d2 []float64, h float64) {
+	c := -1 / (2 * h * h)
+	for j, x := range d2 {
+		s[j] = c * x
+	}
+}
+
+// PairGrads returns the gradients of −‖q − k‖² / (2h²).
+func (Gaussian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	c := -1 / (2 * h * h)
+	var gh float64
+	for j, g := range gs {
+		gd2[j] = c * g
+		gh += g * d2[j]
+	}
+	return gh / (h * h * h)
+}

@@ -40,3 +40,27 @@ func (Laplacian) Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodi
 func (Laplacian) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return h.divide(g, g.Unary("Neg", onnxDist(g, q, k)), 1)
 }
+
+// PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
+func (Laplacian) PairTerms() (dot, dist bool) { return false, true }
+
+// PairScores sets s = −‖q − k‖ / h.
+func (Laplacian) PairScores(s, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		s[j] = -math.Sqrt(x) / h
+	}
+}
+
+// PairGrads returns the gradients of −‖q − k‖ / h, with the zero subgradient at q = k.
+func (Laplacian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		r := math.Sqrt(d2[j])
+		if g == 0 || r == 0 {
+			continue
+		}
+		gd2[j] = -g / (2 * r * h)
+		gh += g * r
+	}
+	return gh / (h * h)
+}

@@ -80,6 +80,15 @@ func (Uniform) Scores(g *autodiff.Graph, q, k *autodiff.Node, _ Width) *autodiff
 	return g.Scale(g.BatchedMatMul(q, k, false, true), 0)
 }
 
+// PairTerms reads nothing (autodiff.PairKernel, for the tiled local mean).
+func (Uniform) PairTerms() (dot, dist bool) { return false, false }
+
+// PairScores sets s = 0.
+func (Uniform) PairScores(s, _, _ []float64, _ float64) { clear(s) }
+
+// PairGrads returns 0: the scores depend on nothing.
+func (Uniform) PairGrads(_, _, _ []float64, _ float64, _, _ []float64) float64 { return 0 }
+
 // Product is the product kernel K₁(q, k)·K₂(t, s) of a content kernel and a position
 // kernel (THEORY.md §1): its scores are the content scores plus the position scores,
 // restricted to the position kernel's box. Scores and LogK give the content part; the
@@ -281,4 +290,82 @@ func (pp PositionProduct) ONNXPositionScores(g *onnx.Graph, pos ONNXPositions) s
 		}
 	}
 	return sum
+}
+
+// RelativePositionKernel is a PositionKernel whose scores depend on the relative position
+// s − t alone, clipped to ±M: the form that the tiled local mean
+// (autodiff.Graph.TiledLocalMean) evaluates inside its tiles without an N·Tq·Tk tensor.
+type RelativePositionKernel interface {
+	PositionKernel
+	// RelativeScores returns the table [P, 2M+1] of log K at s − t − offset = −M..M
+	// (beyond ±M, the edge entries), P = 1 or one row per head, or nil for a pure box.
+	RelativeScores(g *autodiff.Graph, tq, tk, offset int) *autodiff.Node
+}
+
+// RelativeScores returns the sum of the factors' tables, each widened to the largest M
+// and to one row per head where any factor has one.
+func (pp PositionProduct) RelativeScores(g *autodiff.Graph, tq, tk, offset int) *autodiff.Node {
+	var tables []*autodiff.Node
+	for _, f := range pp {
+		r, ok := f.(RelativePositionKernel)
+		if !ok {
+			return g.Fail(fmt.Errorf("kernel %s: factor %s is not a relative position kernel", pp.Name(), f.Name()))
+		}
+		if t := r.RelativeScores(g, tq, tk, offset); t != nil {
+			tables = append(tables, t)
+		}
+	}
+	return sumRelativeTables(g, tables)
+}
+
+// sumRelativeTables adds tables [P_i, 2M_i+1] as [P, 2M+1], P and M the largest.
+func sumRelativeTables(g *autodiff.Graph, tables []*autodiff.Node) *autodiff.Node {
+	if len(tables) == 0 || g.Err() != nil {
+		return nil
+	}
+	if len(tables) == 1 {
+		return tables[0]
+	}
+	p, m := 1, 0
+	for _, t := range tables {
+		p, m = max(p, t.Shape()[0]), max(m, t.Shape()[1]/2)
+	}
+	var sum *autodiff.Node
+	for _, t := range tables {
+		tp, tm := t.Shape()[0], t.Shape()[1]/2
+		if tm < m { // widen: entry r of the result is entry clip(r, ±tm) of t
+			sel := make([]float64, (2*tm+1)*(2*m+1))
+			for r := -m; r <= m; r++ {
+				sel[(min(max(r, -tm), tm)+tm)*(2*m+1)+r+m] = 1
+			}
+			t = g.MatMul(t, g.ConstTensor([]int{2*tm + 1, 2*m + 1}, sel))
+		}
+		if tp < p {
+			t = g.MatMul(g.ConstTensor([]int{p, 1}, ones(p)), t)
+		}
+		if sum == nil {
+			sum = t
+		} else {
+			sum = g.Add(sum, t)
+		}
+	}
+	return sum
+}
+
+// relativeScores returns the summed relative-position table of k's position factors
+// (nil when they are all boxes) and whether every factor is relative.
+func relativeScores(g *autodiff.Graph, k ContentKernel, tq, tk, offset int) (*autodiff.Node, bool) {
+	factors := positionFactors(k)
+	for _, f := range factors {
+		if _, ok := f.(RelativePositionKernel); !ok {
+			return nil, false
+		}
+	}
+	var tables []*autodiff.Node
+	for _, f := range factors {
+		if t := f.(RelativePositionKernel).RelativeScores(g, tq, tk, offset); t != nil {
+			tables = append(tables, t)
+		}
+	}
+	return sumRelativeTables(g, tables), true
 }

@@ -93,3 +93,11 @@ func (r RelativeBias) ONNXPositionScores(g *onnx.Graph, pos ONNXPositions) strin
 	d := g.Op("Min", []string{g.Op("Max", []string{pos.Diff, g.IntScalar(-m)}), g.IntScalar(m)})
 	return g.Op("Gather", []string{ONNXParam(g, r.weight), g.Add(d, g.IntScalar(m))}, onnx.AttrInt("axis", 1))
 }
+
+// RelativeScores returns the learned table itself, [heads, 2·MaxDistance+1].
+func (r RelativeBias) RelativeScores(g *autodiff.Graph, _, _, _ int) *autodiff.Node {
+	if r.weight == nil {
+		return g.Fail(fmt.Errorf("relative bias: not bound to parameters (use it inside KernelAttention or call Bind)"))
+	}
+	return g.Param(r.weight)
+}

@@ -53,3 +53,35 @@ func (Tricube) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	cube := g.Mul(g.Mul(u, u), u)
 	return g.Scale(onnxLogPositive(g, g.AddConst(g.Unary("Neg", cube), 1)), 3)
 }
+
+// PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
+func (Tricube) PairTerms() (dot, dist bool) { return false, true }
+
+// PairScores sets s = 3·log(1 − (‖q − k‖ / h)³), −Inf outside the support.
+func (Tricube) PairScores(s, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		u := math.Sqrt(x) / h
+		if u >= 1 {
+			s[j] = math.Inf(-1)
+			continue
+		}
+		s[j] = 3 * math.Log1p(-u*u*u)
+	}
+}
+
+// PairGrads returns the gradients of 3·log(1 − u³), u = ‖q − k‖ / h: zero outside the
+// support and at q = k.
+func (Tricube) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		r := math.Sqrt(d2[j])
+		u := r / h
+		if g == 0 || u >= 1 {
+			continue
+		}
+		den := 1 - u*u*u
+		gd2[j] = -4.5 * g * r / (h * h * h * den)
+		gh += 9 * g * u * u * u / (h * den)
+	}
+	return gh
+}
