@@ -48,11 +48,34 @@ type Workload struct {
 // New prepares workload name for n iterations with seed (parameters from seed, data
 // from seed+1, as the peer script).
 func New(name string, seed uint64, n int) (*Workload, error) {
+	return NewShaped(name, seed, n, Shape{})
+}
+
+// Shape overrides sizes of the charlm and attn workloads (zero fields keep the
+// reference's) and, for charlm, the attention kernel and its tiling: the long-sequence
+// sweeps.
+type Shape struct {
+	SeqLen, Batch int
+	Kernel        string // a kernel spec (layers.ParseKernel); "" is exponential
+	Tiling        layers.Tiling
+}
+
+// NewShaped is New with the sizes and attention of s.
+func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
+	if s.SeqLen < 0 || s.Batch < 0 {
+		return nil, fmt.Errorf("sequence length %d and batch %d, want >= 0 (0 keeps the workload's)", s.SeqLen, s.Batch)
+	}
+	if name == "dae" && (s.SeqLen > 0 || s.Batch > 0) {
+		return nil, fmt.Errorf("workload dae takes no sequence length or batch")
+	}
+	if name != "charlm" && (s.Kernel != "" || s.Tiling != layers.TilingAuto) {
+		return nil, fmt.Errorf("workload %s takes no kernel or tiling (charlm does)", name)
+	}
 	switch name {
 	case "charlm":
-		return newCharLM(seed, n)
+		return newCharLM(seed, n, s)
 	case "attn":
-		return newAttn(seed, n)
+		return newAttn(seed, n, s)
 	case "dae":
 		return newDAE(seed, n)
 	}
@@ -65,13 +88,29 @@ func newAdam(ps *autodiff.Params, lr float64) (*optim.Adam, error) {
 	return optim.NewAdam(optim.All(ps.List()), cfg)
 }
 
-func newCharLM(seed uint64, n int) (*Workload, error) {
-	const V, T, B = 65, 64, 32
+// or returns def.
+func or(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
+	const V = 65
+	T, B := or(shape.SeqLen, 64), or(shape.Batch, 32)
 	ps, err := autodiff.NewParams(autodiff.Float32, seed)
 	if err != nil {
 		return nil, err
 	}
-	m, err := transformer.New(transformer.DefaultConfig(transformer.ArchLM, V, T), ps)
+	cfg := transformer.DefaultConfig(transformer.ArchLM, V, T)
+	cfg.Tiling = shape.Tiling
+	if shape.Kernel != "" {
+		if cfg.Kernel.Kernel, err = layers.ParseKernel(shape.Kernel); err != nil {
+			return nil, err
+		}
+	}
+	m, err := transformer.New(cfg, ps)
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +139,9 @@ func newCharLM(seed uint64, n int) (*Workload, error) {
 	}
 	return &Workload{
 		Name: "charlm", Params: ps, Units: "tokens", PerStep: B * T,
-		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T, "batch": B, "lr": 3e-3},
-		Step:   trainStep(model, opt, ps, batches),
+		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T, "batch": B, "lr": 3e-3,
+			"kernel": cfg.Kernel.String(), "tiling": cfg.Tiling.String()},
+		Step: trainStep(model, opt, ps, batches),
 	}, nil
 }
 
@@ -123,8 +163,9 @@ func trainStep(model *autodiff.Model, opt optim.Optimizer, ps *autodiff.Params, 
 	}
 }
 
-func newAttn(seed uint64, n int) (*Workload, error) {
-	const B, T, D, H = 32, 128, 128, 8
+func newAttn(seed uint64, n int, shape Shape) (*Workload, error) {
+	const D, H = 128, 8
+	B, T := or(shape.Batch, 32), or(shape.SeqLen, 128)
 	ps, err := autodiff.NewParams(autodiff.Float32, seed)
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/bench"
+	"github.com/locusml/locus/layers"
 )
 
 func init() {
@@ -65,6 +66,11 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	compare := fs.Bool("compare", false, "run PyTorch's peer script and Locus back to back, each in its own process, and print the ratio table")
 	peer := fs.String("peer", "", "-compare: path of torch_peer.py (default: $"+peerEnv+", else "+peerPath+" in the current folder or the nearest one above it, e.g. ../shared/peers/torch_peer.py from the repository)")
 	python := fs.String("python", "/usr/bin/python3", "-compare: the Python interpreter with torch")
+	var shape bench.Shape
+	fs.IntVar(&shape.SeqLen, "seqlen", 0, "charlm, attn: sequence length (0: the workload's)")
+	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn: batch size (0: the workload's)")
+	fs.StringVar(&shape.Kernel, "kernel", "", "charlm: attention kernel spec (default exponential)")
+	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -88,7 +94,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 			*peer = p
 		}
-		return runCompare(names, *steps, *warmup, *seed, *threads, *python, *peer, *asJSON, stdout, stderr)
+		return runCompare(names, *steps, *warmup, *seed, *threads, shape, *python, *peer, *asJSON, stdout, stderr)
 	}
 	if len(names) > 1 && (*cpuProfile != "" || *memProfile != "") {
 		return usageErrorf("-cpuprofile and -memprofile need a single -workload")
@@ -96,8 +102,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if len(names) > 1 {
 		// One process per workload, so that peak memory is each workload's own.
 		for _, n := range names {
-			sub := []string{"-workload", n, "-steps", strconv.Itoa(*steps), "-warmup", strconv.Itoa(*warmup),
-				"-seed", strconv.FormatUint(*seed, 10), "-threads", strconv.Itoa(*threads)}
+			sub := append([]string{"-workload", n, "-steps", strconv.Itoa(*steps), "-warmup", strconv.Itoa(*warmup),
+				"-seed", strconv.FormatUint(*seed, 10), "-threads", strconv.Itoa(*threads)}, shapeArgs(shape)...)
 			if *asJSON {
 				sub = append(sub, "-json")
 			}
@@ -109,7 +115,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	w, err := bench.New(names[0], *seed, *warmup+*steps)
+	w, err := bench.NewShaped(names[0], *seed, *warmup+*steps, shape)
 	if err != nil {
 		return err
 	}
@@ -206,7 +212,12 @@ type peerResult struct {
 	} `json:"env"`
 }
 
-func runCompare(names []string, steps, warmup int, seed uint64, threads int, python, peer string, asJSON bool, stdout, stderr io.Writer) error {
+// shapeArgs returns the flags that give a sub-process the sizes and attention of s.
+func shapeArgs(s bench.Shape) []string {
+	return []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-kernel", s.Kernel, "-tiling", s.Tiling.String()}
+}
+
+func runCompare(names []string, steps, warmup int, seed uint64, threads int, shape bench.Shape, python, peer string, asJSON bool, stdout, stderr io.Writer) error {
 	type row struct {
 		name  string
 		torch peerResult
@@ -220,6 +231,12 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, pyt
 		}
 		if n == "dae" {
 			pargs = append(pargs, "--no-train")
+		}
+		if n == "charlm" && shape.SeqLen > 0 {
+			pargs = append(pargs, "--seqlen", strconv.Itoa(shape.SeqLen))
+		}
+		if n == "charlm" && shape.Batch > 0 {
+			pargs = append(pargs, "--batch", strconv.Itoa(shape.Batch))
 		}
 		fmt.Fprintf(stderr, "running %s %s\n", python, strings.Join(pargs, " "))
 		cmd := exec.Command(python, pargs...)
@@ -237,8 +254,8 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, pyt
 			pr.Step = pr.FwdBwd
 		}
 		fmt.Fprintf(stderr, "running locus bench -workload %s\n", n)
-		out, err = runSelf([]string{"-workload", n, "-json", "-steps", strconv.Itoa(steps), "-warmup", strconv.Itoa(warmup),
-			"-seed", strconv.FormatUint(seed, 10), "-threads", strconv.Itoa(threads)}, stderr)
+		out, err = runSelf(append([]string{"-workload", n, "-json", "-steps", strconv.Itoa(steps), "-warmup", strconv.Itoa(warmup),
+			"-seed", strconv.FormatUint(seed, 10), "-threads", strconv.Itoa(threads)}, shapeArgs(shape)...), stderr)
 		if err != nil {
 			return err
 		}

@@ -79,6 +79,9 @@ type Config struct {
 	Activation layers.Activation       `json:"activation"`
 	Dropout    float64                 `json:"dropout"`
 	Init       layers.Init             `json:"init"`
+	// Tiling chooses the attention's local mean: auto (by length), never or always tiled
+	// (O(T) memory); every choice computes the same function.
+	Tiling layers.Tiling `json:"tiling,omitempty"`
 }
 
 // Size limits of Validate: far above any model Locus trains on one machine, low enough
@@ -142,7 +145,7 @@ func (c Config) Validate() error {
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("transformer: dropout %g, want 0 <= p < 1", c.Dropout)
 	}
-	for _, v := range []encoding.TextMarshaler{c.Bandwidth, c.Positions, c.Activation, c.Init} {
+	for _, v := range []encoding.TextMarshaler{c.Bandwidth, c.Positions, c.Activation, c.Init, c.Tiling} {
 		if _, err := v.MarshalText(); err != nil {
 			return fmt.Errorf("transformer: %w", err)
 		}
@@ -200,6 +203,7 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 				Bandwidth: layers.BandwidthConfig{Mode: cfg.Bandwidth},
 				Causal:    causal,
 				Rotary:    cfg.Positions == layers.PositionsRotary,
+				Tiling:    cfg.Tiling,
 			},
 		}
 	}
