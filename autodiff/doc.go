@@ -49,6 +49,12 @@
 // normalisation: a query that sees no key gets a zero output and a zero gradient, never
 // NaN (docs/THEORY.md §2), a score of −Inf weighs exactly 0, logits of 1e4 are stable,
 // and a NaN score shows as NaN in its query's output instead of passing unnoticed.
+//
+// TiledLocalMean is the local mean for long sequences (THEORY.md §8): it takes queries,
+// keys and values and a PairKernel instead of scores, walks the keys in tiles with an
+// online normaliser and recomputes the weights in the backward pass, so its memory is
+// O(T) where LocalMean's is O(T²), under the same edge-case rules.
+//
 // CheckGradients compares every gradient with central finite differences in float64;
 // Locus trains in float32.
 //

@@ -234,6 +234,7 @@ func (k *tiledKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 // tileScratch is one worker's buffers for a block of rows and a tile of keys.
 type tileScratch[T float] struct {
 	dots, p, c     []T       // [tileRows, tileKeys]: q·k, weights, coefficient matrix
+	t              []T       // [tileKeys, tileRows]: a transposed tile (a packed gemm reads it faster)
 	acc            []T       // [tileRows, dv]
 	dot, d2, s, gs []float64 // one row of the tile
 	gdot, gd2      []float64
@@ -243,6 +244,7 @@ type tileScratch[T float] struct {
 func newTileScratch[T float](d tiledDims) *tileScratch[T] {
 	return &tileScratch[T]{
 		dots: make([]T, tileRows*tileKeys), p: make([]T, tileRows*tileKeys), c: make([]T, tileRows*tileKeys),
+		t:   make([]T, tileRows*tileKeys),
 		acc: make([]T, tileRows*d.dv),
 		dot: make([]float64, tileKeys), d2: make([]float64, tileKeys), s: make([]float64, tileKeys),
 		gs: make([]float64, tileKeys), gdot: make([]float64, tileKeys), gd2: make([]float64, tileKeys),
@@ -292,6 +294,15 @@ func (pr *problem[T]) bandwidth(t int) float64 {
 		return float64(pr.h[t])
 	}
 	return pr.h0
+}
+
+// transposeTile sets dst[j·tileRows + i] = src[i·tileKeys + j] for i < rows, j < cols.
+func transposeTile[T float](src, dst []T, rows, cols int) {
+	for i := range rows {
+		for j, x := range src[i*tileKeys : i*tileKeys+cols] {
+			dst[j*tileRows+i] = x
+		}
+	}
 }
 
 func sqNorms[T float](x []T, rows, d int, out []float64) {
@@ -549,7 +560,8 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					if !seen {
 						continue
 					}
-					mm(true, false, w, d.dv, rb, 1, sc.p, tileKeys, dmp[r0*d.dv:], d.dv, 1, dv[c0*d.dv:], d.dv)
+					transposeTile(sc.p, sc.t, rb, w)
+					mm(false, false, w, d.dv, rb, 1, sc.t, tileRows, dmp[r0*d.dv:], d.dv, 1, dv[c0*d.dv:], d.dv)
 					mm(false, true, rb, w, d.dv, 1, dmp[r0*d.dv:], d.dv, pr.v[c0*d.dv:], d.dv, 0, sc.dots, tileKeys)
 					needQK := k.useDot || k.useDist
 					for i := range rb {
@@ -613,7 +625,8 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					}
 					if needQK {
 						mm(false, false, rb, d.d, w, 1, sc.c, tileKeys, pr.k[c0*d.d:], d.d, 1, dq[r0*d.d:], d.d)
-						mm(true, false, w, d.d, rb, 1, sc.c, tileKeys, pr.q[r0*d.d:], d.d, 1, dk[c0*d.d:], d.d)
+						transposeTile(sc.c, sc.t, rb, w)
+						mm(false, false, w, d.d, rb, 1, sc.t, tileRows, pr.q[r0*d.d:], d.d, 1, dk[c0*d.d:], d.d)
 					}
 				}
 				if k.useDist {

@@ -112,4 +112,13 @@
 // so a new kernel stays one file; a kernel without those methods is an export error
 // naming it. In the graph, attention uses the layout [B, H, T, d_head], and a bandwidth
 // is a value that broadcasts against the scores [B, H, Tq, Tk] (ONNXWidth).
+//
+// # Long sequences
+//
+// From TiledMinKeys keys on (AttentionConfig.Tiling), KernelAttention computes its local
+// mean with autodiff's TiledLocalMean, in O(T) memory instead of O(T²): the content kernel
+// scores pairs from q·k and ‖q − k‖² (each kernel's PairTerms, PairScores and PairGrads, in
+// its own file), position kernels give a table over relative positions
+// (RelativePositionKernel), and boxes skip whole tiles, so a window of w keys costs O(T·w).
+// Mixture kernels keep the stored weights at every length.
 package layers
