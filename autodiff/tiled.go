@@ -44,6 +44,10 @@ type TiledOptions struct {
 	Heads int
 	// Mask is the box kernel (causal, window, offset, hollow).
 	Mask Mask
+	// HeadsInFeatures takes q [B, Tq, H·d], k [B, Tk, H·d] and v [B, Tk, H·dv] and returns
+	// [B, Tq, H·dv], head j in feature columns j·d..(j+1)·d−1 (Attention's layout, no head
+	// split or merge copies); N = B·H in the shapes above.
+	HeadsInFeatures bool
 }
 
 // Tile sizes of TiledLocalMean: query rows per block and keys per tile.
@@ -76,13 +80,19 @@ func (g *Graph) TiledLocalMean(kern PairKernel, q, k, v *Node, opt TiledOptions)
 		return g.failf("TiledLocalMean: queries %v, keys %v and values %v (want [N,Tq,d], [N,Tk,d], [N,Tk,dv])", qs, ks, vs)
 	}
 	heads := max(opt.Heads, 1)
-	if qs[0]%heads != 0 {
+	n := qs[0] // problems: batch × heads
+	if opt.HeadsInFeatures {
+		if qs[2]%heads != 0 || vs[2]%heads != 0 {
+			return g.failf("TiledLocalMean: %d heads do not divide the widths of queries %v and values %v", heads, qs, vs)
+		}
+		n *= heads
+	} else if qs[0]%heads != 0 {
 		return g.failf("TiledLocalMean: %d heads do not divide %d rows", heads, qs[0])
 	}
 	if opt.Mask.Window < 0 || opt.Mask.Offset < 0 {
 		return g.failf("TiledLocalMean: mask %v, want a window and offset >= 0", opt.Mask)
 	}
-	tk := &tiledKernel{kern: kern, heads: heads, mask: opt.Mask, h: opt.BandwidthValue}
+	tk := &tiledKernel{kern: kern, heads: heads, mask: opt.Mask, h: opt.BandwidthValue, headsInFeatures: opt.HeadsInFeatures}
 	tk.useDot, tk.useDist = kern.PairTerms()
 	inputs := []*Node{q, k, v}
 	if opt.Bandwidth != nil {
@@ -93,10 +103,10 @@ func (g *Graph) TiledLocalMean(kern PairKernel, q, k, v *Node, opt TiledOptions)
 		switch {
 		case hs.TotalSize() == 1:
 			tk.hMode = hScalar
-		case hs.Dims() == 2 && hs[0] == qs[0] && hs[1] == qs[1]:
+		case hs.Dims() == 2 && hs[0] == n && hs[1] == qs[1]:
 			tk.hMode = hRows
 		default:
-			return g.failf("TiledLocalMean: bandwidth %v, want [1] or [%d, %d]", hs, qs[0], qs[1])
+			return g.failf("TiledLocalMean: bandwidth %v, want [1] or [%d, %d]", hs, n, qs[1])
 		}
 		tk.hIn = len(inputs)
 		inputs = append(inputs, opt.Bandwidth)
@@ -119,8 +129,8 @@ func (g *Graph) TiledLocalMean(kern PairKernel, q, k, v *Node, opt TiledOptions)
 		if !g.ok("TiledLocalMean", opt.KeyMask) {
 			return nil
 		}
-		if ms := opt.KeyMask.n.Shape(); ms.Dims() != 2 || ms[0] != qs[0]/heads || ms[1] != ks[1] {
-			return g.failf("TiledLocalMean: key mask %v, want [%d, %d]", ms, qs[0]/heads, ks[1])
+		if ms := opt.KeyMask.n.Shape(); ms.Dims() != 2 || ms[0] != n/heads || ms[1] != ks[1] {
+			return g.failf("TiledLocalMean: key mask %v, want [%d, %d]", ms, n/heads, ks[1])
 		}
 		tk.maskIn = len(inputs)
 		inputs = append(inputs, opt.KeyMask)
@@ -143,6 +153,7 @@ type tiledKernel struct {
 	hMode           int
 	hIn, biasIn     int // input indices, 0 when absent
 	maskIn          int
+	headsInFeatures bool
 	biasP, biasM    int
 	// lse holds each query's log-normaliser M + log ℓ from the last forward pass (−Inf
 	// for a query that sees nothing, NaN for a NaN row): O(N·Tq), all the backward pass
@@ -156,8 +167,8 @@ type tiledKernel struct {
 
 func (k *tiledKernel) opName() string { return "TiledLocalMean" }
 func (k *tiledKernel) hashAttrs() string {
-	return fmt.Sprintf("{kernel:%s,heads:%d,mask:%v,h:%g,hmode:%d,bias:%d/%d,keymask:%v}",
-		k.kern.Name(), k.heads, k.mask, k.h, k.hMode, k.biasP, k.biasM, k.maskIn > 0)
+	return fmt.Sprintf("{kernel:%s,heads:%d,infeatures:%v,mask:%v,h:%g,hmode:%d,bias:%d/%d,keymask:%v}",
+		k.kern.Name(), k.heads, k.headsInFeatures, k.mask, k.h, k.hMode, k.biasP, k.biasM, k.maskIn > 0)
 }
 func (k *tiledKernel) arity() int {
 	return 3 + b2i(k.hIn > 0) + b2i(k.biasIn > 0) + b2i(k.maskIn > 0)
@@ -187,9 +198,20 @@ func b2i(b bool) int {
 	return 0
 }
 
-// tiledDims are the sizes of one TiledLocalMean call.
+// tiledDims are the sizes of one TiledLocalMean call: n problems of tq queries and tk
+// keys of width d (values dv) per head, rows lq (queries, keys) and lv (values, output)
+// apart; with heads > 0 the heads share rows ([B, T, H·d], problem p = b·heads + h).
 type tiledDims struct {
 	n, tq, tk, d, dv int
+	lq, lv, heads    int
+}
+
+// off returns where problem p's rows start in a tensor of rows × width per head, ld apart.
+func (d tiledDims) off(p, rows, width, ld int) int {
+	if d.heads > 0 {
+		return (p/d.heads)*rows*ld + (p%d.heads)*width
+	}
+	return p * rows * width
 }
 
 // tiledArgs are one pass's inputs as slices of the op's dtype.
@@ -213,7 +235,11 @@ func tiledInputs[T float](k *tiledKernel, in []*tensor.Dense) tiledArgs[T] {
 
 func (k *tiledKernel) dims(in []*tensor.Dense) tiledDims {
 	qs, vs := in[0].Shape(), in[2].Shape()
-	return tiledDims{n: qs[0], tq: qs[1], tk: vs[1], d: qs[2], dv: vs[2]}
+	if k.headsInFeatures {
+		h := k.heads
+		return tiledDims{n: qs[0] * h, tq: qs[1], tk: vs[1], d: qs[2] / h, dv: vs[2] / h, lq: qs[2], lv: vs[2], heads: h}
+	}
+	return tiledDims{n: qs[0], tq: qs[1], tk: vs[1], d: qs[2], dv: vs[2], lq: qs[2], lv: vs[2]}
 }
 
 func (k *tiledKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
@@ -263,9 +289,9 @@ type problem[T float] struct {
 
 func tiledProblem[T float](k *tiledKernel, d tiledDims, a tiledArgs[T], p int) problem[T] {
 	pr := problem[T]{
-		q:  a.q[p*d.tq*d.d : (p+1)*d.tq*d.d],
-		k:  a.k[p*d.tk*d.d : (p+1)*d.tk*d.d],
-		v:  a.v[p*d.tk*d.dv : (p+1)*d.tk*d.dv],
+		q:  a.q[d.off(p, d.tq, d.d, d.lq):],
+		k:  a.k[d.off(p, d.tk, d.d, d.lq):],
+		v:  a.v[d.off(p, d.tk, d.dv, d.lv):],
 		h0: k.h,
 	}
 	if a.km != nil {
@@ -305,9 +331,9 @@ func transposeTile[T float](src, dst []T, rows, cols int) {
 	}
 }
 
-func sqNorms[T float](x []T, rows, d int, out []float64) {
+func sqNorms[T float](x []T, rows, d, ld int, out []float64) {
 	for i := range rows {
-		out[i] = dot64(x[i*d:(i+1)*d], x[i*d:(i+1)*d])
+		out[i] = dot64(x[i*ld:i*ld+d], x[i*ld:i*ld+d])
 	}
 }
 
@@ -376,11 +402,11 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 		bad := make([]bool, tileRows)
 		for p := plo; p < phi; p++ {
 			pr := tiledProblem(k, d, a, p)
-			op := out[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
+			op := out[d.off(p, d.tq, d.dv, d.lv):]
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
 			if k.useDist {
-				sqNorms(pr.q, d.tq, d.d, sc.qq)
-				sqNorms(pr.k, d.tk, d.d, sc.kk)
+				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
+				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
 			}
 			for r0 := 0; r0 < d.tq; r0 += tileRows {
 				r1 := min(r0+tileRows, d.tq)
@@ -395,7 +421,7 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 					c1 := min(c0+tileKeys, chi)
 					w := c1 - c0
 					if k.useDot || k.useDist {
-						mm(false, true, rb, w, d.d, 1, pr.q[r0*d.d:], d.d, pr.k[c0*d.d:], d.d, 0, sc.dots, tileKeys)
+						mm(false, true, rb, w, d.d, 1, pr.q[r0*d.lq:], d.lq, pr.k[c0*d.lq:], d.lq, 0, sc.dots, tileKeys)
 					}
 					seen := false
 					for i := range rb {
@@ -431,12 +457,12 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 						ell[i] += float64(expShiftSum(prow, 0))
 					}
 					if seen {
-						mm(false, false, rb, d.dv, w, 1, sc.p, tileKeys, pr.v[c0*d.dv:], d.dv, 1, acc, d.dv)
+						mm(false, false, rb, d.dv, w, 1, sc.p, tileKeys, pr.v[c0*d.lv:], d.lv, 1, acc, d.dv)
 					}
 				}
 				for i := range rb {
 					t := r0 + i
-					o := op[t*d.dv : (t+1)*d.dv]
+					o := op[t*d.lv : t*d.lv+d.dv]
 					switch {
 					case bad[i]:
 						for c := range o {
@@ -512,14 +538,14 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 		for p := plo; p < phi; p++ {
 			pr := tiledProblem(k, d, a, p)
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
-			op := out[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
-			dmp := dm[p*d.tq*d.dv : (p+1)*d.tq*d.dv]
-			dq := gr.q[p*d.tq*d.d : (p+1)*d.tq*d.d]
-			dk := gr.k[p*d.tk*d.d : (p+1)*d.tk*d.d]
-			dv := gr.v[p*d.tk*d.dv : (p+1)*d.tk*d.dv]
+			op := out[d.off(p, d.tq, d.dv, d.lv):]
+			dmp := dm[d.off(p, d.tq, d.dv, d.lv):]
+			dq := gr.q[d.off(p, d.tq, d.d, d.lq):]
+			dk := gr.k[d.off(p, d.tk, d.d, d.lq):]
+			dv := gr.v[d.off(p, d.tk, d.dv, d.lv):]
 			if k.useDist {
-				sqNorms(pr.q, d.tq, d.d, sc.qq)
-				sqNorms(pr.k, d.tk, d.d, sc.kk)
+				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
+				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
 				clear(cs)
 			}
 			for r0 := 0; r0 < d.tq; r0 += tileRows {
@@ -528,14 +554,14 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 				clo, chi := keyRange(k.mask, r0, r1, d.tk)
 				for i := range rb {
 					t := r0 + i
-					delta[i] = dot64(dmp[t*d.dv:(t+1)*d.dv], op[t*d.dv:(t+1)*d.dv])
+					delta[i] = dot64(dmp[t*d.lv:t*d.lv+d.dv], op[t*d.lv:t*d.lv+d.dv])
 					rs[i] = 0
 				}
 				for c0 := clo; c0 < chi; c0 += tileKeys {
 					c1 := min(c0+tileKeys, chi)
 					w := c1 - c0
 					if k.useDot || k.useDist {
-						mm(false, true, rb, w, d.d, 1, pr.q[r0*d.d:], d.d, pr.k[c0*d.d:], d.d, 0, sc.dots, tileKeys)
+						mm(false, true, rb, w, d.d, 1, pr.q[r0*d.lq:], d.lq, pr.k[c0*d.lq:], d.lq, 0, sc.dots, tileKeys)
 					}
 					// The weights first, then dm·vᵀ into the dots' buffer once they are used.
 					seen := false
@@ -561,8 +587,8 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 						continue
 					}
 					transposeTile(sc.p, sc.t, rb, w)
-					mm(false, false, w, d.dv, rb, 1, sc.t, tileRows, dmp[r0*d.dv:], d.dv, 1, dv[c0*d.dv:], d.dv)
-					mm(false, true, rb, w, d.dv, 1, dmp[r0*d.dv:], d.dv, pr.v[c0*d.dv:], d.dv, 0, sc.dots, tileKeys)
+					mm(false, false, w, d.dv, rb, 1, sc.t, tileRows, dmp[r0*d.lv:], d.lv, 1, dv[c0*d.lv:], d.lv)
+					mm(false, true, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, pr.v[c0*d.lv:], d.lv, 0, sc.dots, tileKeys)
 					needQK := k.useDot || k.useDist
 					for i := range rb {
 						t := r0 + i
@@ -624,17 +650,17 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 						}
 					}
 					if needQK {
-						mm(false, false, rb, d.d, w, 1, sc.c, tileKeys, pr.k[c0*d.d:], d.d, 1, dq[r0*d.d:], d.d)
+						mm(false, false, rb, d.d, w, 1, sc.c, tileKeys, pr.k[c0*d.lq:], d.lq, 1, dq[r0*d.lq:], d.lq)
 						transposeTile(sc.c, sc.t, rb, w)
-						mm(false, false, w, d.d, rb, 1, sc.t, tileRows, pr.q[r0*d.d:], d.d, 1, dk[c0*d.d:], d.d)
+						mm(false, false, w, d.d, rb, 1, sc.t, tileRows, pr.q[r0*d.lq:], d.lq, 1, dk[c0*d.lq:], d.lq)
 					}
 				}
 				if k.useDist {
 					for i := range rb {
 						t := r0 + i
 						f := T(2 * rs[i])
-						for c, x := range pr.q[t*d.d : (t+1)*d.d] {
-							dq[t*d.d+c] += f * x
+						for c, x := range pr.q[t*d.lq : t*d.lq+d.d] {
+							dq[t*d.lq+c] += f * x
 						}
 					}
 				}
@@ -642,8 +668,8 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 			if k.useDist {
 				for s := range d.tk {
 					f := T(2 * cs[s])
-					for c, x := range pr.k[s*d.d : (s+1)*d.d] {
-						dk[s*d.d+c] += f * x
+					for c, x := range pr.k[s*d.lq : s*d.lq+d.d] {
+						dk[s*d.lq+c] += f * x
 					}
 				}
 			}

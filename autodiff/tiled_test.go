@@ -136,6 +136,23 @@ func (c tiledCase) build(g *Graph, p map[string]*Node) *Node {
 	return g.TiledLocalMean(c.kern, p["q"], p["k"], p["v"], opt)
 }
 
+// buildInFeatures computes the same as build on the [B, T, H·d] layout: the inputs'
+// heads are merged into the features before the op and split again after it.
+func (c tiledCase) buildInFeatures(g *Graph, p map[string]*Node) *Node {
+	merge := func(x *Node) *Node {
+		s := x.Shape()
+		y := g.Transpose(g.Reshape(x, []int{c.b, c.h, s[1], s[2]}), 0, 2, 1, 3)
+		return g.Reshape(y, []int{c.b, s[1], c.h * s[2]})
+	}
+	opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], Heads: c.h, Mask: c.mask, HeadsInFeatures: true}
+	m := g.TiledLocalMean(c.kern, merge(p["q"]), merge(p["k"]), merge(p["v"]), opt)
+	if m == nil {
+		return nil
+	}
+	y := g.Transpose(g.Reshape(m, []int{c.b, c.tq, c.h, 2}), 0, 2, 1, 3)
+	return g.Reshape(y, []int{c.b * c.h, c.tq, 2})
+}
+
 // reference computes the tiled op's function with explicit scores and naiveLocalMean.
 func (c tiledCase) reference(params, inputs map[string]*tensor.Dense) []float64 {
 	q, k, v := params["q"].Float64s(), params["k"].Float64s(), params["v"].Float64s()
@@ -188,17 +205,19 @@ func TestTiledLocalMeanMatchesReference(t *testing.T) {
 			for n, x := range params {
 				all[n] = x
 			}
-			got := evalOp(t, dt, false, all, inputs, c.build)
-			tol := 1e-12
-			if dt == Float32 {
-				tol = 2e-5
-			}
-			var worst float64
-			for i := range want {
-				worst = math.Max(worst, math.Abs(got[i]-want[i]))
-			}
-			if worst > tol || math.IsNaN(worst) {
-				t.Errorf("%s %v: largest difference from the reference %g, want <= %g", c.name, dt, worst, tol)
+			for layout, build := range map[string]func(*Graph, map[string]*Node) *Node{"split": c.build, "features": c.buildInFeatures} {
+				got := evalOp(t, dt, false, all, inputs, build)
+				tol := 1e-12
+				if dt == Float32 {
+					tol = 2e-5
+				}
+				var worst float64
+				for i := range want {
+					worst = math.Max(worst, math.Abs(got[i]-want[i]))
+				}
+				if worst > tol || math.IsNaN(worst) {
+					t.Errorf("%s %v %s: largest difference from the reference %g, want <= %g", c.name, dt, layout, worst, tol)
+				}
 			}
 		}
 	}
@@ -210,6 +229,7 @@ func TestTiledLocalMeanGradients(t *testing.T) {
 	for _, c := range tiledCases {
 		params, inputs := c.tensors(2)
 		checkOp(t, c.name, params, inputs, c.build, GradCheck{MaxPerTensor: 25, RTol: 1e-5, ATol: 1e-7})
+		checkOp(t, c.name+"/features", params, inputs, c.buildInFeatures, GradCheck{MaxPerTensor: 10, RTol: 1e-5, ATol: 1e-7})
 	}
 }
 

@@ -210,7 +210,7 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if a.standard() && (mem == nil || len(mem.Shape()) < 2 || !a.tiles(mem.Shape()[1])) {
+	if a.standard() || a.tiledInFeatures(mem) {
 		return a.attendFused(g, x, mem, opt)
 	}
 	k, v := a.KeysValues(g, mem, 0)
@@ -225,8 +225,20 @@ func (a *KernelAttention) standard() bool {
 	return exp && a.bw.cfg.Mode == BandwidthFixed && !a.cfg.Rotary
 }
 
-// attendFused is Attend for a standard layer: the same function as KeysValues followed
-// by AttendKV, computed by autodiff's fused Attention.
+// tiledInFeatures reports whether Attend over mem runs the tiled local mean on the
+// [B, T, Dim] layout: a kernel it can evaluate, no rotary embedding, and a bandwidth that
+// does not need the split keys (every mode but kNN).
+func (a *KernelAttention) tiledInFeatures(mem *autodiff.Node) bool {
+	if mem == nil || len(mem.Shape()) != 3 || !a.tiles(mem.Shape()[1]) || a.cfg.Rotary || a.bw.cfg.Mode == BandwidthKNN {
+		return false
+	}
+	_, ok := a.pairKernel()
+	return ok
+}
+
+// attendFused is Attend for a standard layer, or a tiled one (tiledInFeatures): the same
+// function as KeysValues followed by AttendKV, computed on the [B, T, Dim] layout by
+// autodiff's fused Attention or TiledLocalMean.
 func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
 	if !ready(g, "kernel attention", a.scope, x, mem) {
 		return nil
@@ -246,9 +258,30 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	}
 	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
 	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
-	m := g.Attention(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask)
-	a.tapWeights(g, m)
-	return a.O.Forward(g, m)
+	if !a.tiles(ms[1]) {
+		m := g.Attention(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask)
+		a.tapWeights(g, m)
+		return a.O.Forward(g, m)
+	}
+	pk, _ := a.pairKernel()
+	mask = restrictMask(a.Kernel, mask)
+	h := a.bw.width(g, x, nil, nil, opt.KeyMask, mask, xs[0], xs[1])
+	return a.O.Forward(g, a.tiledMean(g, pk, q, k, v, h, opt, mask, xs[1], ms[1], true))
+}
+
+// tiledMean is the local mean by autodiff's TiledLocalMean, on split heads
+// [B·H, T, DHead] or (inFeatures) on [B, T, Dim].
+func (a *KernelAttention) tiledMean(g *autodiff.Graph, pk autodiff.PairKernel, q, k, v *autodiff.Node, h Width,
+	opt AttendOptions, mask autodiff.Mask, tq, tk int, inFeatures bool) *autodiff.Node {
+	table, _ := relativeScores(g, a.Kernel, tq, tk, opt.Offset)
+	hn := h.Node
+	if hn != nil && len(hn.Shape()) != 2 {
+		hn = g.Reshape(hn, []int{1})
+	}
+	return g.TiledLocalMean(pk, q, k, v, autodiff.TiledOptions{
+		Bandwidth: hn, BandwidthValue: h.Value, RelBias: table, KeyMask: opt.KeyMask, Heads: a.Heads, Mask: mask,
+		HeadsInFeatures: inFeatures,
+	})
 }
 
 // KeysValues projects mem [B, Tk, KVDim], at positions offset..offset+Tk−1, to the
@@ -308,14 +341,7 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
 	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq)
 	if pk, ok := a.pairKernel(); ok && a.tiles(tk) {
-		table, _ := relativeScores(g, a.Kernel, tq, tk, opt.Offset)
-		hn := h.Node
-		if hn != nil && len(hn.Shape()) != 2 {
-			hn = g.Reshape(hn, []int{1})
-		}
-		m := g.TiledLocalMean(pk, q, k, v, autodiff.TiledOptions{
-			Bandwidth: hn, BandwidthValue: h.Value, RelBias: table, KeyMask: opt.KeyMask, Heads: a.Heads, Mask: mask,
-		}) // [B·H, Tq, dh]
+		m := a.tiledMean(g, pk, q, k, v, h, opt, mask, tq, tk, false) // [B·H, Tq, dh]
 		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
 		return a.O.Forward(g, merged)
 	}
