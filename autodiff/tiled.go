@@ -433,10 +433,10 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 						s := sc.s[:w]
 						tmax := math.Inf(-1)
 						for _, x := range s {
-							if math.IsNaN(x) || math.IsInf(x, 1) {
-								bad[i] = true
-							}
-							tmax = max(tmax, x)
+							tmax = max(tmax, x) // NaN wins
+						}
+						if math.IsNaN(tmax) || math.IsInf(tmax, 1) {
+							bad[i] = true
 						}
 						if bad[i] || math.IsInf(tmax, -1) {
 							clear(prow)
@@ -563,14 +563,14 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					if k.useDot || k.useDist {
 						mm(false, true, rb, w, d.d, 1, pr.q[r0*d.lq:], d.lq, pr.k[c0*d.lq:], d.lq, 0, sc.dots, tileKeys)
 					}
-					// The weights first, then dm·vᵀ into the dots' buffer once they are used.
+					// The weights first; then dm·vᵀ goes into c, which becomes the
+					// coefficients ∂L/∂dot − 2∂L/∂d² row by row.
 					seen := false
 					for i := range rb {
 						t := r0 + i
 						prow := sc.p[i*tileKeys : i*tileKeys+w]
 						if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) || !tileScores(k, d, &pr, sc, i, t, c0, c1) {
 							clear(prow)
-							clear(sc.c[i*tileKeys : i*tileKeys+w])
 							continue
 						}
 						seen = true
@@ -578,29 +578,26 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 							prow[j] = T(x - lse[t])
 						}
 						expShiftSum(prow, 0)
-						// Keep the score-side terms of this row for PairGrads below: the
-						// tile's dot products are overwritten by dm·vᵀ.
-						crow := sc.c[i*tileKeys : i*tileKeys+w]
-						copy(crow, sc.dots[i*tileKeys:i*tileKeys+w])
 					}
 					if !seen {
 						continue
 					}
 					transposeTile(sc.p, sc.t, rb, w)
 					mm(false, false, w, d.dv, rb, 1, sc.t, tileRows, dmp[r0*d.lv:], d.lv, 1, dv[c0*d.lv:], d.lv)
-					mm(false, true, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, pr.v[c0*d.lv:], d.lv, 0, sc.dots, tileKeys)
+					mm(false, true, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, pr.v[c0*d.lv:], d.lv, 0, sc.c, tileKeys) // dm·vᵀ
 					needQK := k.useDot || k.useDist
 					for i := range rb {
 						t := r0 + i
 						prow := sc.p[i*tileKeys : i*tileKeys+w]
 						crow := sc.c[i*tileKeys : i*tileKeys+w]
 						if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) {
+							clear(crow)
 							continue
 						}
 						gs := sc.gs[:w]
 						nz := false
 						for j, pj := range prow {
-							gs[j] = float64(pj) * (float64(sc.dots[i*tileKeys+j]) - delta[i])
+							gs[j] = float64(pj) * (float64(crow[j]) - delta[i])
 							nz = nz || gs[j] != 0
 						}
 						if !nz {
@@ -617,7 +614,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 						var dot, d2 []float64
 						if needQK {
 							dot = sc.dot[:w]
-							for j, x := range crow {
+							for j, x := range sc.dots[i*tileKeys : i*tileKeys+w] {
 								dot[j] = float64(x)
 							}
 						}
