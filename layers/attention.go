@@ -37,7 +37,8 @@ type AttentionConfig struct {
 type Tiling int
 
 const (
-	// TilingAuto tiles from TiledMinKeys keys on, where tiling is the faster of the two.
+	// TilingAuto tiles from TiledMinKeys keys on (TiledMinKeysStandard for standard
+	// attention, whose fused op with stored weights is faster).
 	TilingAuto Tiling = iota
 	// TilingNever always keeps the weights.
 	TilingNever
@@ -45,9 +46,15 @@ const (
 	TilingAlways
 )
 
-// TiledMinKeys is the number of keys from which TilingAuto tiles (the measured crossover,
-// README "Long sequences").
-const TiledMinKeys = 512
+// The numbers of keys from which TilingAuto tiles (README, "Long sequences"). Below
+// TiledMinKeys, a kernel's stored scores and weights cost about as much time as the tiles'
+// recomputation, and from it on they cost 2–6× the memory and more time than tiling on a
+// loaded machine; standard attention's fused op keeps only the weights and stays faster in
+// CPU time at every length measured, so it tiles only where its weights take gigabytes.
+const (
+	TiledMinKeys         = 512
+	TiledMinKeysStandard = 2048
+)
 
 var tilingNames = []string{"auto", "never", "always"}
 
@@ -70,6 +77,9 @@ func (a *KernelAttention) tiles(tk int) bool {
 		return false
 	case TilingAlways:
 		return true
+	}
+	if a.standard() {
+		return tk >= TiledMinKeysStandard
 	}
 	return tk >= TiledMinKeys
 }

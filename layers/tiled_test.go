@@ -187,3 +187,34 @@ func TestTilingConfig(t *testing.T) {
 		t.Fatal("Tiling 7 validated")
 	}
 }
+
+// TestTilingAuto checks which lengths TilingAuto tiles: kernels from TiledMinKeys keys,
+// standard attention from TiledMinKeysStandard, and a kernel the tiles cannot evaluate
+// (a mixture) never.
+func TestTilingAuto(t *testing.T) {
+	ps, _ := autodiff.NewParams(autodiff.Float32, 1)
+	build := func(name string, k ContentKernel) *KernelAttention {
+		a, err := NewKernelAttention(ps.Scope(name), AttentionConfig{Dim: 4, Heads: 2, Kernel: k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	std, gauss := build("std", Exponential{}), build("gauss", Gaussian{})
+	mix := build("mix", Mixture{Kernels: []ContentKernel{Gaussian{}, Cauchy{}}})
+	for _, c := range []struct {
+		a    *KernelAttention
+		tk   int
+		want bool
+	}{
+		{std, TiledMinKeysStandard - 1, false}, {std, TiledMinKeysStandard, true},
+		{gauss, TiledMinKeys - 1, false}, {gauss, TiledMinKeys, true},
+	} {
+		if got := c.a.tiles(c.tk); got != c.want {
+			t.Errorf("%s over %d keys: tiles %v, want %v", c.a.Kernel.Name(), c.tk, got, c.want)
+		}
+	}
+	if _, ok := mix.pairKernel(); ok {
+		t.Error("a mixture kernel claims the tiled form")
+	}
+}
