@@ -70,8 +70,13 @@ func (t *Tiling) UnmarshalText(b []byte) (err error) {
 	return err
 }
 
-// tiles reports whether a call over tk keys takes the tiled local mean.
-func (a *KernelAttention) tiles(tk int) bool {
+// tiles reports whether a call over tk keys takes the tiled local mean. A graph that taps
+// the local-mean weights (autodiff.Graph.Tapping: inspect -attention) keeps them, whatever
+// the tiling.
+func (a *KernelAttention) tiles(g *autodiff.Graph, tk int) bool {
+	if g.Tapping() {
+		return false
+	}
 	switch a.cfg.Tiling {
 	case TilingNever:
 		return false
@@ -220,7 +225,7 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if a.standard() || a.tiledInFeatures(mem) {
+	if a.standard() || a.tiledInFeatures(g, mem) {
 		return a.attendFused(g, x, mem, opt)
 	}
 	k, v := a.KeysValues(g, mem, 0)
@@ -238,8 +243,8 @@ func (a *KernelAttention) standard() bool {
 // tiledInFeatures reports whether Attend over mem runs the tiled local mean on the
 // [B, T, Dim] layout: a kernel it can evaluate, no rotary embedding, and a bandwidth that
 // does not need the split keys (every mode but kNN).
-func (a *KernelAttention) tiledInFeatures(mem *autodiff.Node) bool {
-	if mem == nil || len(mem.Shape()) != 3 || !a.tiles(mem.Shape()[1]) || a.cfg.Rotary || a.bw.cfg.Mode == BandwidthKNN {
+func (a *KernelAttention) tiledInFeatures(g *autodiff.Graph, mem *autodiff.Node) bool {
+	if mem == nil || len(mem.Shape()) != 3 || !a.tiles(g, mem.Shape()[1]) || a.cfg.Rotary || a.bw.cfg.Mode == BandwidthKNN {
 		return false
 	}
 	_, ok := a.pairKernel()
@@ -268,7 +273,7 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	}
 	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
 	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
-	if !a.tiles(ms[1]) {
+	if !a.tiles(g, ms[1]) {
 		m := g.Attention(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask)
 		a.tapWeights(g, m)
 		return a.O.Forward(g, m)
@@ -350,7 +355,7 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	}
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
 	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq)
-	if pk, ok := a.pairKernel(); ok && a.tiles(tk) {
+	if pk, ok := a.pairKernel(); ok && a.tiles(g, tk) {
 		m := a.tiledMean(g, pk, q, k, v, h, opt, mask, tq, tk, false) // [B·H, Tq, dh]
 		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
 		return a.O.Forward(g, merged)

@@ -202,6 +202,7 @@ func TestTilingAuto(t *testing.T) {
 	}
 	std, gauss := build("std", Exponential{}), build("gauss", Gaussian{})
 	mix := build("mix", Mixture{Kernels: []ContentKernel{Gaussian{}, Cauchy{}}})
+	g := autodiff.NewGraph(autodiff.Float32, false, 0)
 	for _, c := range []struct {
 		a    *KernelAttention
 		tk   int
@@ -210,11 +211,34 @@ func TestTilingAuto(t *testing.T) {
 		{std, TiledMinKeysStandard - 1, false}, {std, TiledMinKeysStandard, true},
 		{gauss, TiledMinKeys - 1, false}, {gauss, TiledMinKeys, true},
 	} {
-		if got := c.a.tiles(c.tk); got != c.want {
+		if got := c.a.tiles(g, c.tk); got != c.want {
 			t.Errorf("%s over %d keys: tiles %v, want %v", c.a.Kernel.Name(), c.tk, got, c.want)
 		}
 	}
 	if _, ok := mix.pairKernel(); ok {
 		t.Error("a mixture kernel claims the tiled form")
+	}
+}
+
+// TestTilingKeepsTappedWeights checks that a graph built with taps keeps the stored
+// weights, so that inspection sees them even where the layer would tile.
+func TestTilingKeepsTappedWeights(t *testing.T) {
+	for _, k := range []ContentKernel{Exponential{}, Gaussian{}} {
+		ps, _ := autodiff.NewParams(autodiff.Float32, 1)
+		a, err := NewKernelAttention(ps.Root(), AttentionConfig{Dim: 4, Heads: 2, Kernel: k, Causal: true, Tiling: TilingAlways})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := autodiff.NewModel(ps, func(g *autodiff.Graph) (autodiff.Outputs, error) {
+			return autodiff.Outputs{Values: map[string]*autodiff.Node{"y": a.Forward(g, g.Input("x"))}}, g.Err()
+		}, 1)
+		x := tensor.New(tensor.WithShape(1, 3, 4), tensor.WithBacking(make([]float32, 12)))
+		res, err := m.Run(map[string]*tensor.Dense{"x": x}, autodiff.RunMode{Taps: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Taps[TapWeights] == nil {
+			t.Errorf("%s: no tapped weights among %d taps", k.Name(), len(res.Taps))
+		}
 	}
 }
