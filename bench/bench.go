@@ -21,6 +21,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/internal/simd"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
@@ -296,6 +297,9 @@ type Result struct {
 	CPUMsPerStep float64 `json:"cpu_ms_per_step"`
 	GOMAXPROCS   int     `json:"gomaxprocs"`
 	GoVersion    string  `json:"go"`
+	// CPU is the code path the kernels ran (simd's level: avx512, avx2 or generic;
+	// LOCUS_CPU chooses a lower one).
+	CPU simd.Level `json:"cpu"`
 }
 
 // Run runs warmup untimed and steps timed iterations of w (which must have been prepared
@@ -303,7 +307,7 @@ type Result struct {
 // many forward passes.
 func Run(w *Workload, warmup, steps int) (*Result, error) {
 	res := &Result{Workload: w.Name, Impl: "locus", Config: w.Config, Warmup: warmup, NParams: w.Params.NumElements(),
-		Units: w.Units, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
+		Units: w.Units, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), CPU: simd.Current()}
 	var losses []float64
 	var steptimes, fb, opt []time.Duration
 	var ms0, ms1 runtime.MemStats

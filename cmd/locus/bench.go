@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/bench"
+	"github.com/locusml/locus/internal/simd"
 )
 
 func init() {
@@ -73,6 +74,9 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		names = bench.Names()
 	} else if !slices.Contains(bench.Names(), *workload) {
 		return usageErrorf("unknown -workload %q (valid: %s, all)", *workload, strings.Join(bench.Names(), ", "))
+	}
+	if err := simd.Err(); err != nil {
+		return usageErrorf("%v", err)
 	}
 	if *steps <= 0 || *warmup < 0 {
 		return usageErrorf("-steps must be > 0 and -warmup >= 0")
@@ -157,8 +161,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 }
 
 func printResult(w io.Writer, r *bench.Result) {
-	fmt.Fprintf(w, "%s: median %.2f ms (p10 %.2f, p90 %.2f, mean %.2f) over %d steps after %d warm-up; GOMAXPROCS %d\n",
-		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS)
+	fmt.Fprintf(w, "%s: median %.2f ms (p10 %.2f, p90 %.2f, mean %.2f) over %d steps after %d warm-up; GOMAXPROCS %d, kernels %v\n",
+		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS, r.CPU)
 	fmt.Fprintf(w, "  fwd+bwd %.2f ms", r.FwdBwdMedianMs)
 	if r.OptMedianMs > 0 {
 		fmt.Fprintf(w, ", optimizer %.2f ms", r.OptMedianMs)
@@ -264,8 +268,8 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, pyt
 			r.torch.PeakRSSMiB, r.locus.PeakRSSMiB, r.locus.AllocsPerStep, r.torch.OtherCPUCores, r.locus.OtherCPUCores)
 	}
 	if len(rows) > 0 {
-		fmt.Fprintf(stdout, "\nPyTorch %s (%s), Locus %s, GOMAXPROCS %d; steps %d after %d warm-up.\n",
-			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, rows[0].locus.GoVersion, rows[0].locus.GOMAXPROCS, steps, warmup)
+		fmt.Fprintf(stdout, "\nPyTorch %s (%s), Locus %s with %v kernels, GOMAXPROCS %d; steps %d after %d warm-up.\n",
+			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, rows[0].locus.GoVersion, rows[0].locus.CPU, rows[0].locus.GOMAXPROCS, steps, warmup)
 	}
 	return nil
 }

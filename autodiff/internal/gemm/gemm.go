@@ -3,7 +3,8 @@
 // sgemm. It packs panels of A and B (so transposes and strided views cost nothing extra)
 // and runs a register-blocked micro-kernel, chosen at run time: 12×32 in AVX-512 assembly
 // on amd64 CPUs with AVX-512F, 6×16 in AVX2/FMA assembly on other amd64 CPUs with AVX2 and
-// FMA, and 6×16 in plain Go elsewhere (and with -tags purego). Sgemm is serial; Parallel
+// FMA, and 6×16 in plain Go elsewhere (and with -tags purego); LOCUS_CPU=avx2|generic
+// caps the choice (package internal/simd). Sgemm is serial; Parallel
 // splits large products over GOMAXPROCS goroutines.
 package gemm
 
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/locusml/locus/internal/par"
+	"github.com/locusml/locus/internal/simd"
 )
 
 // Cache blocking sizes. The micro-tile (mr×nr) is the chosen micro-kernel's; mc is a
@@ -29,6 +31,7 @@ const (
 // panel over depth k into an mr×nr tile of c (leading dimension ldc).
 type microKernel struct {
 	name   string
+	level  simd.Level // the instructions it needs
 	mr, nr int
 	packed func(k int, a, b, c []float32, ldc int)
 	// direct is packed with A's mr rows read in place at stride lda; nil where the kernel
@@ -39,8 +42,22 @@ type microKernel struct {
 // goKernel is the portable kernel, in plain Go.
 var goKernel = &microKernel{name: "go", mr: 6, nr: 16, packed: kernelGo}
 
-// active is the kernel Sgemm uses: the best of kernels() (tests switch it).
-var active = kernels()[0]
+// active is the kernel Sgemm uses: the best of kernels() that LOCUS_CPU allows (tests
+// switch it).
+var active = best(kernels(), simd.Current())
+
+// best returns the first of ks (best first) that level l allows.
+func best(ks []*microKernel, l simd.Level) *microKernel {
+	for _, k := range ks {
+		if k.level <= l {
+			return k
+		}
+	}
+	return goKernel
+}
+
+// Kernel returns the name of the micro-kernel Sgemm uses: avx512, avx2 or go.
+func Kernel() string { return active.name }
 
 type workspace struct {
 	a   []float32 // mc × kc packed A

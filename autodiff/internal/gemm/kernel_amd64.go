@@ -2,12 +2,17 @@
 
 package gemm
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/locusml/locus/internal/simd"
+)
 
 //go:generate go run gen_avx512.go
 
-// kernels lists the micro-kernels this CPU can run, best first. x/sys/cpu reports
-// AVX-512F and AVX2 only where the OS saves their registers.
+// kernels lists the micro-kernels this CPU can run, best first, whatever LOCUS_CPU says
+// (active picks the first that simd allows). x/sys/cpu reports AVX-512F and AVX2 only
+// where the OS saves their registers.
 func kernels() []*microKernel {
 	var ks []*microKernel
 	if cpu.X86.HasAVX512F {
@@ -19,9 +24,9 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct}
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct}
 
-var avx512Kernel = &microKernel{name: "avx512", mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct}
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct}
 
 //go:noescape
 func kernel6x16(k int, a, b, c *float32, ldc int)

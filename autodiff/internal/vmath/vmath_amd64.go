@@ -2,9 +2,14 @@
 
 package vmath
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
 
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	"github.com/locusml/locus/internal/simd"
+)
+
+// hasAVX2 selects the AVX2 kernels, where the CPU has them and LOCUS_CPU allows them.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && simd.Allows(simd.AVX2)
 
 //go:noescape
 func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
