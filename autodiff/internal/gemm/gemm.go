@@ -28,15 +28,16 @@ const (
 )
 
 // A microKernel adds the product of an mr-row packed A panel and an nr-column packed B
-// panel over depth k into an mr×nr tile of c (leading dimension ldc).
+// panel over depth k into an mr×nr tile of c (leading dimension ldc), or stores it there
+// when set is true (the first panel of a product with beta = 0: c is not read).
 type microKernel struct {
 	name   string
 	level  simd.Level // the instructions it needs
 	mr, nr int
-	packed func(k int, a, b, c []float32, ldc int)
+	packed func(k int, a, b, c []float32, ldc int, set bool)
 	// direct is packed with A's mr rows read in place at stride lda; nil where the kernel
 	// needs A packed.
-	direct func(k int, a []float32, lda int, b, c []float32, ldc int)
+	direct func(k int, a []float32, lda int, b, c []float32, ldc int, set bool)
 }
 
 // goKernel is the portable kernel, in plain Go.
@@ -80,9 +81,15 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	if m == 0 || n == 0 {
 		return
 	}
-	scaleC(m, n, beta, c, ldc)
 	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
 		return
+	}
+	// With beta = 0 the first depth panel stores its tiles (C is neither cleared nor
+	// read); every later panel adds.
+	setC := beta == 0
+	if !setC {
+		scaleC(m, n, beta, c, ldc)
 	}
 	ws := pool.Get().(*workspace)
 	for jc := 0; jc < n; jc += nc {
@@ -92,13 +99,13 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 			packB(kr.nr, transB, b, ldb, pc, jc, kb, nb, ws.b)
 			if !transA && alpha == 1 && kr.direct != nil {
 				// A is read in place by the micro-kernel; only edge rows are packed.
-				macroDirect(kr, m, nb, kb, ws, a, lda, pc, c[jc:], ldc)
+				macroDirect(kr, m, nb, kb, ws, a, lda, pc, c[jc:], ldc, setC && pc == 0)
 				continue
 			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				packA(kr.mr, transA, a, lda, ic, pc, mb, kb, alpha, ws.a)
-				macro(kr, mb, nb, kb, ws, c[ic*ldc+jc:], ldc)
+				macro(kr, mb, nb, kb, ws, c[ic*ldc+jc:], ldc, setC && pc == 0)
 			}
 		}
 	}
@@ -260,10 +267,15 @@ func packB(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float
 	}
 }
 
-// addTile adds the rows×cols corner of t (row stride nr) into c (ldc).
-func addTile(rows, cols, nr int, t, c []float32, ldc int) {
+// addTile adds the rows×cols corner of t (row stride nr) into c (ldc), or copies it
+// there if set.
+func addTile(rows, cols, nr int, t, c []float32, ldc int, set bool) {
 	for i := range rows {
 		dst := c[i*ldc : i*ldc+cols]
+		if set {
+			copy(dst, t[i*nr:i*nr+cols])
+			continue
+		}
 		for j, v := range t[i*nr : i*nr+cols] {
 			dst[j] += v
 		}
@@ -271,8 +283,8 @@ func addTile(rows, cols, nr int, t, c []float32, ldc int) {
 }
 
 // macro multiplies the packed mb×kb block of A by the packed kb×nb block of B, adding
-// into c (ldc).
-func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int) {
+// into c (ldc), or storing it there if set.
+func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
@@ -281,20 +293,19 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int)
 			rows := min(mr, mb-r)
 			ap := ws.a[r*kb:]
 			if rows == mr && cols == nr {
-				kr.packed(kb, ap, bp, c[r*ldc+s:], ldc)
+				kr.packed(kb, ap, bp, c[r*ldc+s:], ldc, set)
 				continue
 			}
 			t := ws.tmp[:mr*nr]
-			clear(t)
-			kr.packed(kb, ap, bp, t, nr)
-			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc)
+			kr.packed(kb, ap, bp, t, nr, true)
+			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set)
 		}
 	}
 }
 
 // macroDirect is macro with A (not transposed, alpha 1) read in place from rows 0..m−1,
 // columns pc..pc+kb−1 of a; a last partial tile of rows is packed.
-func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int) {
+func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
 	full := m / mr * mr
 	if full < m {
@@ -306,23 +317,23 @@ func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda
 		for r := 0; r < m; r += mr {
 			rows := min(mr, m-r)
 			if rows == mr && cols == nr {
-				kr.direct(kb, a[r*lda+pc:], lda, bp, c[r*ldc+s:], ldc)
+				kr.direct(kb, a[r*lda+pc:], lda, bp, c[r*ldc+s:], ldc, set)
 				continue
 			}
 			t := ws.tmp[:mr*nr]
-			clear(t)
 			if rows == mr {
-				kr.direct(kb, a[r*lda+pc:], lda, bp, t, nr)
+				kr.direct(kb, a[r*lda+pc:], lda, bp, t, nr, true)
 			} else {
-				kr.packed(kb, ws.a, bp, t, nr)
+				kr.packed(kb, ws.a, bp, t, nr, true)
 			}
-			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc)
+			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set)
 		}
 	}
 }
 
-// kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel over k.
-func kernelGo(k int, a, b, c []float32, ldc int) {
+// kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel over k
+// (= if set).
+func kernelGo(k int, a, b, c []float32, ldc int, set bool) {
 	const mr, nr = 6, 16
 	var acc [mr][nr]float32
 	for p := range k {
@@ -337,6 +348,10 @@ func kernelGo(k int, a, b, c []float32, ldc int) {
 	}
 	for i := range mr {
 		dst := c[i*ldc : i*ldc+nr]
+		if set {
+			copy(dst, acc[i][:])
+			continue
+		}
 		for j, v := range acc[i] {
 			dst[j] += v
 		}

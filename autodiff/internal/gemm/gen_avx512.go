@@ -60,9 +60,9 @@ func gen(w *bytes.Buffer, s shape, direct bool) {
 	}
 	label := func(l string) { fmt.Fprintf(w, "%s:\n", lbl(l)) }
 	if direct {
-		fmt.Fprintf(w, "\n// func %su(k int, a *float32, lda int, b, c *float32, ldc int)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·%d+j]: A read in place.\n", mr, nr, nr)
-		fmt.Fprintf(w, "TEXT ·%su(SB), NOSPLIT, $0-48\n", name)
+		fmt.Fprintf(w, "\n// func %su(k int, a *float32, lda int, b, c *float32, ldc int, set bool)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·%d+j] (= if set): A read in place.\n", mr, nr, nr)
+		fmt.Fprintf(w, "TEXT ·%su(SB), NOSPLIT, $0-49\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ lda+16(FP), R11")
@@ -79,9 +79,9 @@ func gen(w *bytes.Buffer, s shape, direct bool) {
 		p("MOVQ c+32(FP), DX")
 		p("MOVQ ldc+40(FP), R8")
 	} else {
-		fmt.Fprintf(w, "\n// func %s(k int, a, b, c *float32, ldc int)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·%d+i]·b[p·%d+j].\n", mr, nr, mr, nr)
-		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-40\n", name)
+		fmt.Fprintf(w, "\n// func %s(k int, a, b, c *float32, ldc int, set bool)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·%d+i]·b[p·%d+j] (= if set).\n", mr, nr, mr, nr)
+		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-41\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ b+16(FP), DI")
@@ -157,15 +157,31 @@ func gen(w *bytes.Buffer, s shape, direct bool) {
 	p("DECQ CX")
 	p("JNZ  %s", lbl("one"))
 	label("store")
-	for i := range mr {
-		if i > 0 {
-			p("ADDQ R8, DX")
-		}
-		for j := range nz {
-			p("VADDPS %d(DX), %s, %s", 64*j, acc(i, j), acc(i, j))
-			p("VMOVUPS %s, %d(DX)", acc(i, j), 64*j)
-		}
+	// set (the first panel of a product with beta = 0) stores the tile instead of adding
+	// it to c, so that c need not be cleared first.
+	if direct {
+		p("MOVBQZX set+48(FP), R9")
+	} else {
+		p("MOVBQZX set+40(FP), R9")
 	}
-	p("VZEROUPPER")
-	p("RET")
+	p("TESTQ R9, R9")
+	p("JNZ  %s", lbl("set"))
+	for _, set := range []bool{false, true} {
+		if set {
+			label("set")
+		}
+		for i := range mr {
+			if i > 0 {
+				p("ADDQ R8, DX")
+			}
+			for j := range nz {
+				if !set {
+					p("VADDPS %d(DX), %s, %s", 64*j, acc(i, j), acc(i, j))
+				}
+				p("VMOVUPS %s, %d(DX)", acc(i, j), 64*j)
+			}
+		}
+		p("VZEROUPPER")
+		p("RET")
+	}
 }

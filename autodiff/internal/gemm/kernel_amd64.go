@@ -29,41 +29,41 @@ var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, pac
 var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct}
 
 //go:noescape
-func kernel6x16(k int, a, b, c *float32, ldc int)
+func kernel6x16(k int, a, b, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int)
+func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x32z(k int, a, b, c *float32, ldc int)
+func kernel12x32z(k int, a, b, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int)
+func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
 
-func kernelAVX2(k int, a, b, c []float32, ldc int) {
+func kernelAVX2(k int, a, b, c []float32, ldc int, set bool) {
 	_ = a[k*6-1]
 	_ = b[k*16-1]
 	_ = c[5*ldc+15]
-	kernel6x16(k, &a[0], &b[0], &c[0], ldc)
+	kernel6x16(k, &a[0], &b[0], &c[0], ldc, set)
 }
 
-func kernelAVX2Direct(k int, a []float32, lda int, b, c []float32, ldc int) {
+func kernelAVX2Direct(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
 	_ = a[5*lda+k-1]
 	_ = b[k*16-1]
 	_ = c[5*ldc+15]
-	kernel6x16u(k, &a[0], lda, &b[0], &c[0], ldc)
+	kernel6x16u(k, &a[0], lda, &b[0], &c[0], ldc, set)
 }
 
-func kernelAVX512(k int, a, b, c []float32, ldc int) {
+func kernelAVX512(k int, a, b, c []float32, ldc int, set bool) {
 	_ = a[k*12-1]
 	_ = b[k*32-1]
 	_ = c[11*ldc+31]
-	kernel12x32z(k, &a[0], &b[0], &c[0], ldc)
+	kernel12x32z(k, &a[0], &b[0], &c[0], ldc, set)
 }
 
-func kernelAVX512Direct(k int, a []float32, lda int, b, c []float32, ldc int) {
+func kernelAVX512Direct(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
 	_ = a[11*lda+k-1]
 	_ = b[k*32-1]
 	_ = c[11*ldc+31]
-	kernel12x32zu(k, &a[0], lda, &b[0], &c[0], ldc)
+	kernel12x32zu(k, &a[0], lda, &b[0], &c[0], ldc, set)
 }

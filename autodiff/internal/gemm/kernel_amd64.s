@@ -2,9 +2,9 @@
 
 #include "textflag.h"
 
-// func kernel6x16(k int, a, b, c *float32, ldc int)
-// c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·16+j].
-TEXT ·kernel6x16(SB), NOSPLIT, $0-40
+// func kernel6x16(k int, a, b, c *float32, ldc int, set bool)
+// c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·16+j] (= if set).
+TEXT ·kernel6x16(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -102,6 +102,9 @@ tail:
 	VFMADD231PS Y1, Y3, Y15
 
 store:
+	MOVBQZX set+40(FP), R9
+	TESTQ R9, R9
+	JNZ  storeset
 	VADDPS (DX), Y4, Y4
 	VMOVUPS Y4, (DX)
 	VADDPS 32(DX), Y5, Y5
@@ -134,9 +137,30 @@ store:
 	VZEROUPPER
 	RET
 
-// func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int)
-// c[6×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·16+j]: A read in place, not packed.
-TEXT ·kernel6x16u(SB), NOSPLIT, $0-48
+storeset:
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y12, (DX)
+	VMOVUPS Y13, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y14, (DX)
+	VMOVUPS Y15, 32(DX)
+	VZEROUPPER
+	RET
+
+// func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+// c[6×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·16+j] (= if set): A read in place, not packed.
+TEXT ·kernel6x16u(SB), NOSPLIT, $0-49
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -239,6 +263,9 @@ utail:
 	VFMADD231PS Y1, Y3, Y15
 
 ustore:
+	MOVBQZX set+48(FP), R9
+	TESTQ R9, R9
+	JNZ  ustoreset
 	VADDPS (DX), Y4, Y4
 	VMOVUPS Y4, (DX)
 	VADDPS 32(DX), Y5, Y5
@@ -267,6 +294,27 @@ ustore:
 	VADDPS (DX), Y14, Y14
 	VMOVUPS Y14, (DX)
 	VADDPS 32(DX), Y15, Y15
+	VMOVUPS Y15, 32(DX)
+	VZEROUPPER
+	RET
+
+ustoreset:
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y12, (DX)
+	VMOVUPS Y13, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y14, (DX)
 	VMOVUPS Y15, 32(DX)
 	VZEROUPPER
 	RET

@@ -4,9 +4,9 @@
 
 #include "textflag.h"
 
-// func kernel12x32z(k int, a, b, c *float32, ldc int)
-// c[12×32] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·32+j].
-TEXT ·kernel12x32z(SB), NOSPLIT, $0-40
+// func kernel12x32z(k int, a, b, c *float32, ldc int, set bool)
+// c[12×32] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·32+j] (= if set).
+TEXT ·kernel12x32z(SB), NOSPLIT, $0-41
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -168,6 +168,9 @@ k12x32z_one:
 	DECQ CX
 	JNZ  k12x32z_one
 k12x32z_store:
+	MOVBQZX set+40(FP), R9
+	TESTQ R9, R9
+	JNZ  k12x32z_set
 	VADDPS 0(DX), Z4, Z4
 	VMOVUPS Z4, 0(DX)
 	VADDPS 64(DX), Z5, Z5
@@ -229,10 +232,48 @@ k12x32z_store:
 	VMOVUPS Z27, 64(DX)
 	VZEROUPPER
 	RET
+k12x32z_set:
+	VMOVUPS Z4, 0(DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, 0(DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, 0(DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, 0(DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z12, 0(DX)
+	VMOVUPS Z13, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z14, 0(DX)
+	VMOVUPS Z15, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z16, 0(DX)
+	VMOVUPS Z17, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z18, 0(DX)
+	VMOVUPS Z19, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z20, 0(DX)
+	VMOVUPS Z21, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z22, 0(DX)
+	VMOVUPS Z23, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z24, 0(DX)
+	VMOVUPS Z25, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z26, 0(DX)
+	VMOVUPS Z27, 64(DX)
+	VZEROUPPER
+	RET
 
-// func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int)
-// c[12×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·32+j]: A read in place.
-TEXT ·kernel12x32zu(SB), NOSPLIT, $0-48
+// func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+// c[12×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·32+j] (= if set): A read in place.
+TEXT ·kernel12x32zu(SB), NOSPLIT, $0-49
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -401,6 +442,9 @@ k12x32z_oneu:
 	DECQ CX
 	JNZ  k12x32z_oneu
 k12x32z_storeu:
+	MOVBQZX set+48(FP), R9
+	TESTQ R9, R9
+	JNZ  k12x32z_setu
 	VADDPS 0(DX), Z4, Z4
 	VMOVUPS Z4, 0(DX)
 	VADDPS 64(DX), Z5, Z5
@@ -459,6 +503,44 @@ k12x32z_storeu:
 	VADDPS 0(DX), Z26, Z26
 	VMOVUPS Z26, 0(DX)
 	VADDPS 64(DX), Z27, Z27
+	VMOVUPS Z27, 64(DX)
+	VZEROUPPER
+	RET
+k12x32z_setu:
+	VMOVUPS Z4, 0(DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, 0(DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, 0(DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, 0(DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z12, 0(DX)
+	VMOVUPS Z13, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z14, 0(DX)
+	VMOVUPS Z15, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z16, 0(DX)
+	VMOVUPS Z17, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z18, 0(DX)
+	VMOVUPS Z19, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z20, 0(DX)
+	VMOVUPS Z21, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z22, 0(DX)
+	VMOVUPS Z23, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z24, 0(DX)
+	VMOVUPS Z25, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z26, 0(DX)
 	VMOVUPS Z27, 64(DX)
 	VZEROUPPER
 	RET
