@@ -28,8 +28,11 @@ import (
 	"github.com/locusml/locus/optim"
 )
 
-// Names lists the workloads.
+// Names lists the step workloads (the ones -workload all runs).
 func Names() []string { return []string{"charlm", "attn", "dae"} }
+
+// Extra lists the other workloads: generate (tokens/s of `locus sample`'s decoding).
+func Extra() []string { return []string{"generate"} }
 
 // Workload is one prepared workload: Step runs timed iteration i (data for every
 // iteration is generated before the timed loop).
@@ -56,8 +59,10 @@ func New(name string, seed uint64, n int) (*Workload, error) {
 		return newAttn(seed, n)
 	case "dae":
 		return newDAE(seed, n)
+	case "generate":
+		return newGenerate(seed)
 	}
-	return nil, fmt.Errorf("unknown workload %q (valid: %s)", name, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("unknown workload %q (valid: %s)", name, strings.Join(append(Names(), Extra()...), ", "))
 }
 
 func newAdam(ps *autodiff.Params, lr float64) (*optim.Adam, error) {
@@ -335,7 +340,7 @@ func Run(w *Workload, warmup, steps int) (*Result, error) {
 	runtime.ReadMemStats(&ms1)
 	res.Step = Summarize(steptimes)
 	res.FwdBwdMedianMs = Summarize(fb).Median
-	if w.Name != "attn" {
+	if w.Name != "attn" && w.Name != "generate" {
 		res.OptMedianMs = Summarize(opt).Median
 	}
 	res.TimedWallS = math.Round(wall*1e3) / 1e3

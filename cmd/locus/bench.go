@@ -55,7 +55,7 @@ func findPeer() (string, error) {
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
-	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all")
+	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", "))
 	asJSON := fs.Bool("json", false, "print one JSON line per workload (the peer script's format)")
 	steps := fs.Int("steps", 50, "timed iterations")
 	warmup := fs.Int("warmup", 5, "untimed warm-up iterations")
@@ -72,8 +72,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	names := []string{*workload}
 	if *workload == "all" {
 		names = bench.Names()
-	} else if !slices.Contains(bench.Names(), *workload) {
-		return usageErrorf("unknown -workload %q (valid: %s, all)", *workload, strings.Join(bench.Names(), ", "))
+	} else if !slices.Contains(bench.Names(), *workload) && !slices.Contains(bench.Extra(), *workload) {
+		return usageErrorf("unknown -workload %q (valid: %s, all)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
 	}
 	if err := simd.Err(); err != nil {
 		return usageErrorf("%v", err)
@@ -201,6 +201,7 @@ func runSelf(args []string, stderr io.Writer) ([]byte, error) {
 type peerResult struct {
 	Step          bench.Stats `json:"step"`
 	FwdBwd        bench.Stats `json:"fwdbwd"` // attn reports its timing here
+	Run           bench.Stats `json:"run"`    // and generate here (one whole generation)
 	PeakRSSMiB    float64     `json:"peak_rss_mib"`
 	RSSImportMiB  float64     `json:"rss_after_import_mib"`
 	OtherCPUCores float64     `json:"other_cpu_cores"`
@@ -239,6 +240,9 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, pyt
 		}
 		if pr.Step.N == 0 {
 			pr.Step = pr.FwdBwd
+		}
+		if pr.Step.N == 0 {
+			pr.Step = pr.Run
 		}
 		fmt.Fprintf(stderr, "running locus bench -workload %s\n", n)
 		out, err = runSelf([]string{"-workload", n, "-json", "-steps", strconv.Itoa(steps), "-warmup", strconv.Itoa(warmup),
