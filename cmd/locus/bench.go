@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -55,7 +56,7 @@ func findPeer() (string, error) {
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
-	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", "))
+	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", ")+", or e2e (a whole locus train -task charlm run, 1500 steps unless -steps)")
 	asJSON := fs.Bool("json", false, "print one JSON line per workload (the peer script's format)")
 	steps := fs.Int("steps", 50, "timed iterations")
 	warmup := fs.Int("warmup", 5, "untimed warm-up iterations")
@@ -69,11 +70,23 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *workload == "e2e" {
+		if *compare || *cpuProfile != "" || *memProfile != "" {
+			return usageErrorf("-workload e2e runs locus train in a child process: no -compare or profiles")
+		}
+		n := e2eSteps
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "steps" {
+				n = *steps
+			}
+		})
+		return runE2E(n, *asJSON, stdout, stderr)
+	}
 	names := []string{*workload}
 	if *workload == "all" {
 		names = bench.Names()
 	} else if !slices.Contains(bench.Names(), *workload) && !slices.Contains(bench.Extra(), *workload) {
-		return usageErrorf("unknown -workload %q (valid: %s, all)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
+		return usageErrorf("unknown -workload %q (valid: %s, all, e2e)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
 	}
 	if err := simd.Err(); err != nil {
 		return usageErrorf("%v", err)
