@@ -38,6 +38,9 @@ type microKernel struct {
 	// direct is packed with A's mr rows read in place at stride lda; nil where the kernel
 	// needs A packed.
 	direct func(k int, a []float32, lda int, b, c []float32, ldc int, set bool)
+	// directT is direct for a transposed A: the mr values of step p are a[p·lda+i];
+	// nil where the kernel needs Aᵀ packed.
+	directT func(k int, a []float32, lda int, b, c []float32, ldc int, set bool)
 }
 
 // goKernel is the portable kernel, in plain Go.
@@ -97,9 +100,9 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
 			packB(kr.nr, transB, b, ldb, pc, jc, kb, nb, ws.b)
-			if !transA && alpha == 1 && kr.direct != nil {
+			if readsAInPlace(kr, transA, alpha) {
 				// A is read in place by the micro-kernel; only edge rows are packed.
-				macroDirect(kr, m, nb, kb, ws, a, lda, pc, c[jc:], ldc, setC && pc == 0)
+				macroDirect(kr, transA, m, nb, kb, ws, a, lda, pc, c[jc:], ldc, setC && pc == 0)
 				continue
 			}
 			for ic := 0; ic < m; ic += mc {
@@ -110,6 +113,17 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 		}
 	}
 	pool.Put(ws)
+}
+
+// readsAInPlace reports whether kr reads op(A) without packing it.
+func readsAInPlace(kr *microKernel, transA bool, alpha float32) bool {
+	if alpha != 1 {
+		return false
+	}
+	if transA {
+		return kr.directT != nil
+	}
+	return kr.direct != nil
 }
 
 func scaleC(m, n int, beta float32, c []float32, ldc int) {
@@ -303,13 +317,17 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int,
 	}
 }
 
-// macroDirect is macro with A (not transposed, alpha 1) read in place from rows 0..m−1,
-// columns pc..pc+kb−1 of a; a last partial tile of rows is packed.
-func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int, set bool) {
+// macroDirect is macro with op(A) (alpha 1) read in place from rows 0..m−1, columns
+// pc..pc+kb−1 (of a, or of aᵀ if trans); a last partial tile of rows is packed.
+func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
 	full := m / mr * mr
 	if full < m {
-		packA(mr, false, a, lda, full, pc, m-full, kb, 1, ws.a)
+		packA(mr, trans, a, lda, full, pc, m-full, kb, 1, ws.a)
+	}
+	direct, at := kr.direct, func(r int) []float32 { return a[r*lda+pc:] }
+	if trans {
+		direct, at = kr.directT, func(r int) []float32 { return a[pc*lda+r:] }
 	}
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
@@ -317,12 +335,12 @@ func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda
 		for r := 0; r < m; r += mr {
 			rows := min(mr, m-r)
 			if rows == mr && cols == nr {
-				kr.direct(kb, a[r*lda+pc:], lda, bp, c[r*ldc+s:], ldc, set)
+				direct(kb, at(r), lda, bp, c[r*ldc+s:], ldc, set)
 				continue
 			}
 			t := ws.tmp[:mr*nr]
 			if rows == mr {
-				kr.direct(kb, a[r*lda+pc:], lda, bp, t, nr, true)
+				direct(kb, at(r), lda, bp, t, nr, true)
 			} else {
 				kr.packed(kb, ws.a, bp, t, nr, true)
 			}
@@ -373,7 +391,7 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 	mr, nr := kr.mr, kr.nr
 	// Splitting rows makes every worker pack all of op(B); splitting columns makes every
 	// worker pack all of op(A), which costs nothing when A is read in place.
-	directA := !transA && alpha == 1 && kr.direct != nil
+	directA := readsAInPlace(kr, transA, alpha)
 	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
 	if splitRows {
 		chunk := (m/workers + mr - 1) / mr * mr
