@@ -24,7 +24,7 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct}
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT}
 
 var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT}
 
@@ -33,6 +33,9 @@ func kernel6x16(k int, a, b, c *float32, ldc int, set bool)
 
 //go:noescape
 func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel6x16t(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
 
 //go:noescape
 func kernel12x32z(k int, a, b, c *float32, ldc int, set bool)
@@ -76,4 +79,11 @@ func kernelAVX512DirectT(k int, a []float32, lda int, b, c []float32, ldc int, s
 	_ = b[k*32-1]
 	_ = c[11*ldc+31]
 	kernel12x32zt(k, &a[0], lda, &b[0], &c[0], ldc, set)
+}
+
+func kernelAVX2DirectT(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+	_ = a[(k-1)*lda+5]
+	_ = b[k*16-1]
+	_ = c[5*ldc+15]
+	kernel6x16t(k, &a[0], lda, &b[0], &c[0], ldc, set)
 }
