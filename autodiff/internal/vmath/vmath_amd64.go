@@ -37,3 +37,6 @@ func maxAVX2(x *float32, n int, m *[8]float32) bool
 
 //go:noescape
 func scaleAVX2(x *float32, n int, a float32)
+
+//go:noescape
+func addAVX2(dst, x *float32, n int)

@@ -447,3 +447,43 @@ sqloop:
 	VMOVUPD Y3, 96(DI)
 	VZEROUPPER
 	RET
+
+// func addAVX2(dst, x *float32, n int)
+// dst[i] += x[i]; n is a positive multiple of 8.
+TEXT ·addAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	CMPQ CX, $32
+	JLT  aone
+aloop4:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JGE  aloop4
+	TESTQ CX, CX
+	JZ   adone
+aone:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  aone
+adone:
+	VZEROUPPER
+	RET
