@@ -40,3 +40,6 @@ func scaleAVX2(x *float32, n int, a float32)
 
 //go:noescape
 func addAVX2(dst, x *float32, n int)
+
+//go:noescape
+func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32)
