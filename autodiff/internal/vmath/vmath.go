@@ -1,8 +1,8 @@
 // Package vmath holds vectorised float32 kernels, transcendental (exp, GELU and its
-// gradient, sigmoid),
-// element-wise (ReLU, Add, the MSE loss and gradient) and the steps of a softmax (max,
-// exp-and-sum, scale), as AVX2/FMA assembly on amd64 CPUs that have it and plain Go
-// elsewhere, for the fused ops of package autodiff.
+// gradient, sigmoid), element-wise (ReLU, Add, the MSE loss and gradient) and the steps
+// of a softmax (max, exp-and-sum, scale), as AVX2/FMA assembly on amd64 CPUs that have
+// it (and that LOCUS_CPU allows) and plain Go elsewhere, for the fused ops of package
+// autodiff.
 package vmath
 
 import "math"
