@@ -187,6 +187,8 @@ func printResult(w io.Writer, r *bench.Result) {
 		r.Throughput, r.Units, r.PeakRSSMiB, r.AllocsPerStep, r.BytesPerStep/1024)
 	if r.OptMedianMs > 0 {
 		fmt.Fprintf(w, "loss %.4f -> %.4f\n", r.LossFirst, r.LossLast)
+	} else if r.Workload == "generate" {
+		fmt.Fprintf(w, "one step = %d greedy tokens with the key/value cache\n", bench.GenerateTokens)
 	} else {
 		// A timing-only workload (attn): its scalar is the sum of the outputs on random
 		// data, which no optimizer lowers, so it is not shown as a loss.
