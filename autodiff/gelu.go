@@ -135,12 +135,7 @@ func geluTanhGrad32(x, s, g, dx []float32) {
 	parallelFor(blocks, block*4, func(lo, hi int) {
 		e := min(hi*block, len(x))
 		xs, ss, gs, ds := x[lo*block:e], s[lo*block:e], g[lo*block:e], dx[lo*block:e]
-		ss, gs, ds = ss[:len(xs)], gs[:len(xs)], ds[:len(xs)]
-		for i, v := range xs {
-			sg := ss[i]
-			d := sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*geluTanhCubic*v*v)
-			ds[i] = gs[i] * d
-		}
+		vmath.GELUGrad(xs, ss, gs, ds)
 	})
 }
 

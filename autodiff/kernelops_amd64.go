@@ -2,11 +2,15 @@
 
 package autodiff
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/locusml/locus/internal/simd"
+)
 
 // hasAVX512 selects the AVX-512 kernels of PairwiseDist (x/sys/cpu reports AVX-512F only
-// where the OS saves its registers).
-var hasAVX512 = cpu.X86.HasAVX512F
+// where the OS saves its registers) where LOCUS_CPU allows them.
+var hasAVX512 = cpu.X86.HasAVX512F && simd.Allows(simd.AVX512)
 
 // sqDistsAVX512 sets out[j] = Σ_{i<d} (q[i] − kt[i·ldk + j])² for the lanes j < 16 that
 // mask selects, and its square root if root is set.

@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // gatherKernel implements Graph.Gather: out[i, :] = table[ids[i], :].
@@ -130,6 +132,14 @@ func (biasKernel) backward(wrt int, _ []*tensor.Dense, _, gout, dst *tensor.Dens
 func sumRows[T float](g, dst []T) {
 	d := len(dst)
 	clear(dst)
+	if g32, ok := any(g).([]float32); ok {
+		// The same sums in the same order, eight columns at a time.
+		dst32 := any(dst).([]float32)
+		for r := 0; r < len(g32); r += d {
+			vmath.Add(dst32, g32[r:r+d])
+		}
+		return
+	}
 	for r := 0; r < len(g); r += d {
 		for j, v := range g[r : r+d] {
 			dst[j] += v

@@ -78,6 +78,7 @@ func (k *crossEntropyKernel) forward(in []*tensor.Dense, out *tensor.Dense) erro
 
 func crossEntropyForward[T float](k *crossEntropyKernel, x []T, targets []int, cols int) float64 {
 	parallelFor(len(targets), cols*4, func(lo, hi int) {
+		e := make([]T, cols) // exp(row − max); float32 rows use package vmath's kernels
 		for r := lo; r < hi; r++ {
 			t := targets[r]
 			if t == k.ignore {
@@ -85,15 +86,9 @@ func crossEntropyForward[T float](k *crossEntropyKernel, x []T, targets []int, c
 				continue
 			}
 			xr := x[r*cols : (r+1)*cols]
-			m := math.Inf(-1)
-			for _, v := range xr {
-				m = math.Max(m, float64(v))
-			}
-			var s float64
-			for _, v := range xr {
-				s += math.Exp(float64(v) - m)
-			}
-			lse := m + math.Log(s)
+			m := maxOf(xr)
+			copy(e, xr)
+			lse := float64(m) + math.Log(float64(expShiftSum(e, m)))
 			k.lse[r] = lse
 			k.loss[r] = lse - float64(xr[t])
 		}
@@ -136,6 +131,14 @@ func crossEntropyBackward[T float](k *crossEntropyKernel, x []T, targets []int, 
 				continue
 			}
 			lse := k.lse[r]
+			if _, ok := any(dr).([]float32); ok {
+				// scale·softmax on the vector kernels, then the target's −scale.
+				copy(dr, xr)
+				expShiftSum(dr, T(lse))
+				scaleBy(dr, T(scale))
+				dr[t] -= T(scale)
+				continue
+			}
 			for j, v := range xr {
 				p := math.Exp(float64(v) - lse)
 				if j == t {

@@ -224,3 +224,43 @@ func TestMSE(t *testing.T) {
 		t.Fatal("unexpected parameter name")
 	}
 }
+
+// TestCrossEntropyFloat32MatchesFloat64 checks the float32 path (vector max, exp and
+// scale) against the float64 one on the same float32-representable logits: loss and
+// gradient within float32 round-off.
+func TestCrossEntropyFloat32MatchesFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	const rows, cols = 300, 65
+	x := f32Round(randTensor(rng, 4, rows, cols))
+	targets := make([]int, rows)
+	for i := range targets {
+		targets[i] = rng.IntN(cols)
+	}
+	targets[5] = -100
+	run := func(dt Dtype) (float64, []float64) {
+		m, params := newTestModel(t, dt, map[string]*tensor.Dense{"x": x.Clone().(*tensor.Dense)}, []string{"t"}, ceModel, 1)
+		res, err := m.ForwardBackward(map[string]*tensor.Dense{"t": intTensor(targets...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := make([]float64, rows*cols)
+		for i := range g {
+			g[i] = params["x"].GradAt(i)
+		}
+		return floats(res.Values["out"])[0], g
+	}
+	l32, g32 := run(Float32)
+	l64, g64 := run(Float64)
+	if d := math.Abs(l32 - l64); d > 1e-6*math.Abs(l64) {
+		t.Errorf("loss float32 %v, float64 %v", l32, l64)
+	}
+	var worst float64
+	for i := range g64 {
+		worst = max(worst, math.Abs(g32[i]-g64[i]))
+	}
+	// Gradients are at most 1/count ≈ 3.3e-3; float32 keeps ≈ 7 digits of that.
+	t.Logf("max |Δgradient| %.3g, |Δloss| %.3g", worst, math.Abs(l32-l64))
+	if worst > 1e-9 {
+		t.Errorf("gradients differ by %g", worst)
+	}
+}

@@ -21,14 +21,18 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/internal/simd"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/optim"
 )
 
-// Names lists the workloads.
+// Names lists the step workloads (the ones -workload all runs).
 func Names() []string { return []string{"charlm", "attn", "dae"} }
+
+// Extra lists the other workloads: generate (tokens/s of `locus sample`'s decoding).
+func Extra() []string { return []string{"generate"} }
 
 // Workload is one prepared workload: Step runs timed iteration i (data for every
 // iteration is generated before the timed loop).
@@ -78,8 +82,10 @@ func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 		return newAttn(seed, n, s)
 	case "dae":
 		return newDAE(seed, n)
+	case "generate":
+		return newGenerate(seed)
 	}
-	return nil, fmt.Errorf("unknown workload %q (valid: %s)", name, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("unknown workload %q (valid: %s)", name, strings.Join(append(Names(), Extra()...), ", "))
 }
 
 func newAdam(ps *autodiff.Params, lr float64) (*optim.Adam, error) {
@@ -337,6 +343,9 @@ type Result struct {
 	CPUMsPerStep float64 `json:"cpu_ms_per_step"`
 	GOMAXPROCS   int     `json:"gomaxprocs"`
 	GoVersion    string  `json:"go"`
+	// CPU is the code path the kernels ran (simd's level: avx512, avx2 or generic;
+	// LOCUS_CPU chooses a lower one).
+	CPU simd.Level `json:"cpu"`
 }
 
 // Run runs warmup untimed and steps timed iterations of w (which must have been prepared
@@ -344,7 +353,7 @@ type Result struct {
 // many forward passes.
 func Run(w *Workload, warmup, steps int) (*Result, error) {
 	res := &Result{Workload: w.Name, Impl: "locus", Config: w.Config, Warmup: warmup, NParams: w.Params.NumElements(),
-		Units: w.Units, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version()}
+		Units: w.Units, GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(), CPU: simd.Current()}
 	var losses []float64
 	var steptimes, fb, opt []time.Duration
 	var ms0, ms1 runtime.MemStats
@@ -372,7 +381,7 @@ func Run(w *Workload, warmup, steps int) (*Result, error) {
 	runtime.ReadMemStats(&ms1)
 	res.Step = Summarize(steptimes)
 	res.FwdBwdMedianMs = Summarize(fb).Median
-	if w.Name != "attn" {
+	if w.Name != "attn" && w.Name != "generate" {
 		res.OptMedianMs = Summarize(opt).Median
 	}
 	res.TimedWallS = math.Round(wall*1e3) / 1e3

@@ -84,6 +84,16 @@ type Summary struct {
 	Checkpoint   string        // the last checkpoint written, or ""
 	Elapsed      time.Duration // wall time of the Run
 	ItemsPerSec  float64       // training throughput over the Run
+	Time         Phases        // where Elapsed went
+}
+
+// Phases splits a Run's wall time by what the Loop was doing.
+type Phases struct {
+	Data       time.Duration // Data.Next
+	Steps      time.Duration // forward, backward and optimizer steps
+	Eval       time.Duration // Eval
+	Checkpoint time.Duration // checkpoints (snapshot, write, fsync, prune) and the plot
+	Other      time.Duration // the rest: metrics log, progress output, hooks
 }
 
 // Loop trains a model: it draws batches from Data, runs the model forward and backward,
@@ -182,6 +192,7 @@ type Loop struct {
 	lastLR      float64
 	lastNorm    float64
 	acc         *optim.Accumulator
+	phases      Phases
 }
 
 // Step returns the number of steps completed, counting those restored by Resume.
@@ -334,6 +345,7 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	defer l.out.close()
 	sum := &Summary{}
 	l.totalItems, l.totalTime = 0, 0
+	l.phases = Phases{}
 
 	for l.step < l.Steps {
 		if err := ctx.Err(); err != nil {
@@ -349,6 +361,7 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 			return l.failed(sum, start, err)
 		}
 		dt := time.Since(t0)
+		l.phases.Steps += dt // trainStep moves its Data.Next time to Data
 		l.windowItems += items
 		l.windowTime += dt
 		l.totalItems += items
@@ -393,7 +406,11 @@ func (l *Loop) trainStep() (int, error) {
 	k := l.acc.MicroBatches()
 	batches := make([]Batch, k)
 	for i := range batches {
+		t0 := time.Now()
 		b, err := l.Data.Next()
+		d := time.Since(t0)
+		l.phases.Data += d
+		l.phases.Steps -= d
 		if errors.Is(err, io.EOF) {
 			return 0, err
 		}
@@ -442,7 +459,9 @@ func (l *Loop) trainStep() (int, error) {
 func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 	var val Metrics
 	if evalNow {
+		t0 := time.Now()
 		m, err := l.Eval(ctx)
+		l.phases.Eval += time.Since(t0)
 		if err != nil {
 			return fmt.Errorf("train: step %d: evaluate: %w", l.step, err)
 		}
@@ -657,6 +676,7 @@ func (l *Loop) checkpoint() error {
 	if l.lastSavedStep == l.step {
 		return nil
 	}
+	defer func(t0 time.Time) { l.phases.Checkpoint += time.Since(t0) }(time.Now())
 	ck, err := l.snapshot()
 	if err != nil {
 		return err
@@ -759,9 +779,11 @@ func (l *Loop) finish(ctx context.Context, sum *Summary, start time.Time) (*Summ
 		if err := l.checkpoint(); err != nil {
 			return l.failed(sum, start, err)
 		}
+		t0 := time.Now()
 		if err := l.plot(); err != nil {
 			return l.failed(sum, start, err)
 		}
+		l.phases.Checkpoint += time.Since(t0)
 	}
 	if _, err := l.runHooks(ctx, start, evalNow, true); err != nil {
 		return l.failed(sum, start, err)
@@ -802,6 +824,8 @@ func (l *Loop) summarize(sum *Summary, start time.Time) *Summary {
 	sum.BestStep, sum.BestValue = l.state.BestStep, l.state.BestValue
 	sum.Checkpoint = l.lastCheckpoint
 	sum.Elapsed = time.Since(start)
+	sum.Time = l.phases
+	sum.Time.Other = sum.Elapsed - l.phases.Data - l.phases.Steps - l.phases.Eval - l.phases.Checkpoint
 	if secs := l.totalTime.Seconds(); secs > 0 {
 		sum.ItemsPerSec = float64(l.totalItems) / secs
 	}

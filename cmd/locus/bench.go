@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/bench"
+	"github.com/locusml/locus/internal/simd"
 	"github.com/locusml/locus/layers"
 )
 
@@ -55,7 +57,7 @@ func findPeer() (string, error) {
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
-	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all")
+	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", ")+", or e2e (a whole locus train -task charlm run, 1500 steps unless -steps)")
 	asJSON := fs.Bool("json", false, "print one JSON line per workload (the peer script's format)")
 	steps := fs.Int("steps", 50, "timed iterations")
 	warmup := fs.Int("warmup", 5, "untimed warm-up iterations")
@@ -74,11 +76,26 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if *workload == "e2e" {
+		if *compare || *cpuProfile != "" || *memProfile != "" {
+			return usageErrorf("-workload e2e runs locus train in a child process: no -compare or profiles")
+		}
+		n := e2eSteps
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "steps" {
+				n = *steps
+			}
+		})
+		return runE2E(n, *asJSON, stdout, stderr)
+	}
 	names := []string{*workload}
 	if *workload == "all" {
 		names = bench.Names()
-	} else if !slices.Contains(bench.Names(), *workload) {
-		return usageErrorf("unknown -workload %q (valid: %s, all)", *workload, strings.Join(bench.Names(), ", "))
+	} else if !slices.Contains(bench.Names(), *workload) && !slices.Contains(bench.Extra(), *workload) {
+		return usageErrorf("unknown -workload %q (valid: %s, all, e2e)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
+	}
+	if err := simd.Err(); err != nil {
+		return usageErrorf("%v", err)
 	}
 	if *steps <= 0 || *warmup < 0 {
 		return usageErrorf("-steps must be > 0 and -warmup >= 0")
@@ -163,8 +180,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 }
 
 func printResult(w io.Writer, r *bench.Result) {
-	fmt.Fprintf(w, "%s: median %.2f ms (p10 %.2f, p90 %.2f, mean %.2f) over %d steps after %d warm-up; GOMAXPROCS %d\n",
-		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS)
+	fmt.Fprintf(w, "%s: median %.2f ms (p10 %.2f, p90 %.2f, mean %.2f) over %d steps after %d warm-up; GOMAXPROCS %d, kernels %v\n",
+		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS, r.CPU)
 	fmt.Fprintf(w, "  fwd+bwd %.2f ms", r.FwdBwdMedianMs)
 	if r.OptMedianMs > 0 {
 		fmt.Fprintf(w, ", optimizer %.2f ms", r.OptMedianMs)
@@ -176,6 +193,8 @@ func printResult(w io.Writer, r *bench.Result) {
 		r.Throughput, r.Units, r.PeakRSSMiB, r.AllocsPerStep, r.BytesPerStep/1024)
 	if r.OptMedianMs > 0 {
 		fmt.Fprintf(w, "loss %.4f -> %.4f\n", r.LossFirst, r.LossLast)
+	} else if r.Workload == "generate" {
+		fmt.Fprintf(w, "one step = %d greedy tokens with the key/value cache\n", bench.GenerateTokens)
 	} else {
 		// A timing-only workload (attn): its scalar is the sum of the outputs on random
 		// data, which no optimizer lowers, so it is not shown as a loss.
@@ -203,6 +222,7 @@ func runSelf(args []string, stderr io.Writer) ([]byte, error) {
 type peerResult struct {
 	Step          bench.Stats `json:"step"`
 	FwdBwd        bench.Stats `json:"fwdbwd"` // attn reports its timing here
+	Run           bench.Stats `json:"run"`    // and generate here (one whole generation)
 	PeakRSSMiB    float64     `json:"peak_rss_mib"`
 	RSSImportMiB  float64     `json:"rss_after_import_mib"`
 	OtherCPUCores float64     `json:"other_cpu_cores"`
@@ -253,6 +273,9 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, sha
 		if pr.Step.N == 0 {
 			pr.Step = pr.FwdBwd
 		}
+		if pr.Step.N == 0 {
+			pr.Step = pr.Run
+		}
 		fmt.Fprintf(stderr, "running locus bench -workload %s\n", n)
 		out, err = runSelf(append([]string{"-workload", n, "-json", "-steps", strconv.Itoa(steps), "-warmup", strconv.Itoa(warmup),
 			"-seed", strconv.FormatUint(seed, 10), "-threads", strconv.Itoa(threads)}, shapeArgs(shape)...), stderr)
@@ -281,8 +304,8 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, sha
 			r.torch.PeakRSSMiB, r.locus.PeakRSSMiB, r.locus.AllocsPerStep, r.torch.OtherCPUCores, r.locus.OtherCPUCores)
 	}
 	if len(rows) > 0 {
-		fmt.Fprintf(stdout, "\nPyTorch %s (%s), Locus %s, GOMAXPROCS %d; steps %d after %d warm-up.\n",
-			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, rows[0].locus.GoVersion, rows[0].locus.GOMAXPROCS, steps, warmup)
+		fmt.Fprintf(stdout, "\nPyTorch %s (%s), Locus %s with %v kernels, GOMAXPROCS %d; steps %d after %d warm-up.\n",
+			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, rows[0].locus.GoVersion, rows[0].locus.CPU, rows[0].locus.GOMAXPROCS, steps, warmup)
 	}
 	return nil
 }

@@ -388,6 +388,9 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		fmt.Fprintf(stdout, "stopped early: best %s %.4f at step %d\n", st.Best, sum.BestValue, sum.BestStep)
 	}
 	fmt.Fprintf(stdout, "run: %s  checkpoint: %s\n", loop.Dir, sum.Checkpoint)
+	t := sum.Time
+	fmt.Fprintf(stderr, "time: steps %.3fs, evaluation %.3fs, checkpoints and plot %.3fs, data %.3fs, other %.3fs\n",
+		t.Steps.Seconds(), t.Eval.Seconds(), t.Checkpoint.Seconds(), t.Data.Seconds(), t.Other.Seconds())
 	if err := s.finish(loop.Dir, run, seed+3, stdout); err != nil {
 		return err
 	}

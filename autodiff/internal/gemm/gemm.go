@@ -3,7 +3,8 @@
 // sgemm. It packs panels of A and B (so transposes and strided views cost nothing extra)
 // and runs a register-blocked micro-kernel, chosen at run time: 12×32 in AVX-512 assembly
 // on amd64 CPUs with AVX-512F, 6×16 in AVX2/FMA assembly on other amd64 CPUs with AVX2 and
-// FMA, and 6×16 in plain Go elsewhere (and with -tags purego). Sgemm is serial; Parallel
+// FMA, and 6×16 in plain Go elsewhere (and with -tags purego); LOCUS_CPU=avx2|generic
+// caps the choice (package internal/simd). Sgemm is serial; Parallel
 // splits large products over GOMAXPROCS goroutines.
 package gemm
 
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/locusml/locus/internal/par"
+	"github.com/locusml/locus/internal/simd"
 )
 
 // Cache blocking sizes. The micro-tile (mr×nr) is the chosen micro-kernel's; mc is a
@@ -26,21 +28,40 @@ const (
 )
 
 // A microKernel adds the product of an mr-row packed A panel and an nr-column packed B
-// panel over depth k into an mr×nr tile of c (leading dimension ldc).
+// panel over depth k into an mr×nr tile of c (leading dimension ldc), or stores it there
+// when set is true (the first panel of a product with beta = 0: c is not read).
 type microKernel struct {
 	name   string
+	level  simd.Level // the instructions it needs
 	mr, nr int
-	packed func(k int, a, b, c []float32, ldc int)
+	packed func(k int, a, b, c []float32, ldc int, set bool)
 	// direct is packed with A's mr rows read in place at stride lda; nil where the kernel
 	// needs A packed.
-	direct func(k int, a []float32, lda int, b, c []float32, ldc int)
+	direct func(k int, a []float32, lda int, b, c []float32, ldc int, set bool)
+	// directT is direct for a transposed A: the mr values of step p are a[p·lda+i];
+	// nil where the kernel needs Aᵀ packed.
+	directT func(k int, a []float32, lda int, b, c []float32, ldc int, set bool)
 }
 
 // goKernel is the portable kernel, in plain Go.
 var goKernel = &microKernel{name: "go", mr: 6, nr: 16, packed: kernelGo}
 
-// active is the kernel Sgemm uses: the best of kernels() (tests switch it).
-var active = kernels()[0]
+// active is the kernel Sgemm uses: the best of kernels() that LOCUS_CPU allows (tests
+// switch it).
+var active = best(kernels(), simd.Current())
+
+// best returns the first of ks (best first) that level l allows.
+func best(ks []*microKernel, l simd.Level) *microKernel {
+	for _, k := range ks {
+		if k.level <= l {
+			return k
+		}
+	}
+	return goKernel
+}
+
+// Kernel returns the name of the micro-kernel Sgemm uses: avx512, avx2 or go.
+func Kernel() string { return active.name }
 
 type workspace struct {
 	a   []float32 // mc × kc packed A
@@ -63,9 +84,15 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	if m == 0 || n == 0 {
 		return
 	}
-	scaleC(m, n, beta, c, ldc)
 	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
 		return
+	}
+	// With beta = 0 the first depth panel stores its tiles (C is neither cleared nor
+	// read); every later panel adds.
+	setC := beta == 0
+	if !setC {
+		scaleC(m, n, beta, c, ldc)
 	}
 	ws := pool.Get().(*workspace)
 	for jc := 0; jc < n; jc += nc {
@@ -73,19 +100,30 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
 			packB(kr.nr, transB, b, ldb, pc, jc, kb, nb, ws.b)
-			if !transA && alpha == 1 && kr.direct != nil {
+			if readsAInPlace(kr, transA, alpha) {
 				// A is read in place by the micro-kernel; only edge rows are packed.
-				macroDirect(kr, m, nb, kb, ws, a, lda, pc, c[jc:], ldc)
+				macroDirect(kr, transA, m, nb, kb, ws, a, lda, pc, c[jc:], ldc, setC && pc == 0)
 				continue
 			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				packA(kr.mr, transA, a, lda, ic, pc, mb, kb, alpha, ws.a)
-				macro(kr, mb, nb, kb, ws, c[ic*ldc+jc:], ldc)
+				macro(kr, mb, nb, kb, ws, c[ic*ldc+jc:], ldc, setC && pc == 0)
 			}
 		}
 	}
 	pool.Put(ws)
+}
+
+// readsAInPlace reports whether kr reads op(A) without packing it.
+func readsAInPlace(kr *microKernel, transA bool, alpha float32) bool {
+	if alpha != 1 {
+		return false
+	}
+	if transA {
+		return kr.directT != nil
+	}
+	return kr.direct != nil
 }
 
 func scaleC(m, n int, beta float32, c []float32, ldc int) {
@@ -243,10 +281,15 @@ func packB(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float
 	}
 }
 
-// addTile adds the rows×cols corner of t (row stride nr) into c (ldc).
-func addTile(rows, cols, nr int, t, c []float32, ldc int) {
+// addTile adds the rows×cols corner of t (row stride nr) into c (ldc), or copies it
+// there if set.
+func addTile(rows, cols, nr int, t, c []float32, ldc int, set bool) {
 	for i := range rows {
 		dst := c[i*ldc : i*ldc+cols]
+		if set {
+			copy(dst, t[i*nr:i*nr+cols])
+			continue
+		}
 		for j, v := range t[i*nr : i*nr+cols] {
 			dst[j] += v
 		}
@@ -254,8 +297,8 @@ func addTile(rows, cols, nr int, t, c []float32, ldc int) {
 }
 
 // macro multiplies the packed mb×kb block of A by the packed kb×nb block of B, adding
-// into c (ldc).
-func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int) {
+// into c (ldc), or storing it there if set.
+func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
@@ -264,24 +307,27 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, c []float32, ldc int)
 			rows := min(mr, mb-r)
 			ap := ws.a[r*kb:]
 			if rows == mr && cols == nr {
-				kr.packed(kb, ap, bp, c[r*ldc+s:], ldc)
+				kr.packed(kb, ap, bp, c[r*ldc+s:], ldc, set)
 				continue
 			}
 			t := ws.tmp[:mr*nr]
-			clear(t)
-			kr.packed(kb, ap, bp, t, nr)
-			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc)
+			kr.packed(kb, ap, bp, t, nr, true)
+			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set)
 		}
 	}
 }
 
-// macroDirect is macro with A (not transposed, alpha 1) read in place from rows 0..m−1,
-// columns pc..pc+kb−1 of a; a last partial tile of rows is packed.
-func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int) {
+// macroDirect is macro with op(A) (alpha 1) read in place from rows 0..m−1, columns
+// pc..pc+kb−1 (of a, or of aᵀ if trans); a last partial tile of rows is packed.
+func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
 	full := m / mr * mr
 	if full < m {
-		packA(mr, false, a, lda, full, pc, m-full, kb, 1, ws.a)
+		packA(mr, trans, a, lda, full, pc, m-full, kb, 1, ws.a)
+	}
+	direct, at := kr.direct, func(r int) []float32 { return a[r*lda+pc:] }
+	if trans {
+		direct, at = kr.directT, func(r int) []float32 { return a[pc*lda+r:] }
 	}
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
@@ -289,23 +335,23 @@ func macroDirect(kr *microKernel, m, nb, kb int, ws *workspace, a []float32, lda
 		for r := 0; r < m; r += mr {
 			rows := min(mr, m-r)
 			if rows == mr && cols == nr {
-				kr.direct(kb, a[r*lda+pc:], lda, bp, c[r*ldc+s:], ldc)
+				direct(kb, at(r), lda, bp, c[r*ldc+s:], ldc, set)
 				continue
 			}
 			t := ws.tmp[:mr*nr]
-			clear(t)
 			if rows == mr {
-				kr.direct(kb, a[r*lda+pc:], lda, bp, t, nr)
+				direct(kb, at(r), lda, bp, t, nr, true)
 			} else {
-				kr.packed(kb, ws.a, bp, t, nr)
+				kr.packed(kb, ws.a, bp, t, nr, true)
 			}
-			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc)
+			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set)
 		}
 	}
 }
 
-// kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel over k.
-func kernelGo(k int, a, b, c []float32, ldc int) {
+// kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel over k
+// (= if set).
+func kernelGo(k int, a, b, c []float32, ldc int, set bool) {
 	const mr, nr = 6, 16
 	var acc [mr][nr]float32
 	for p := range k {
@@ -320,6 +366,10 @@ func kernelGo(k int, a, b, c []float32, ldc int) {
 	}
 	for i := range mr {
 		dst := c[i*ldc : i*ldc+nr]
+		if set {
+			copy(dst, acc[i][:])
+			continue
+		}
 		for j, v := range acc[i] {
 			dst[j] += v
 		}
@@ -341,7 +391,7 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 	mr, nr := kr.mr, kr.nr
 	// Splitting rows makes every worker pack all of op(B); splitting columns makes every
 	// worker pack all of op(A), which costs nothing when A is read in place.
-	directA := !transA && alpha == 1 && kr.direct != nil
+	directA := readsAInPlace(kr, transA, alpha)
 	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
 	if splitRows {
 		chunk := (m/workers + mr - 1) / mr * mr

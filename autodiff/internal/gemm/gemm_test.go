@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/locusml/locus/internal/simd"
 )
 
 func naive(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
@@ -265,5 +267,23 @@ func BenchmarkKernels(b *testing.B) {
 				withKernel(kr, func() { benchGemm(b, s.ta, s.tb, s.m, s.n, s.k, false) })
 			})
 		}
+	}
+}
+
+// TestBestFollowsLevel checks that LOCUS_CPU's level picks the kernel: generic the Go
+// kernel, avx2 never the AVX-512 one, and the machine's best level its best kernel.
+func TestBestFollowsLevel(t *testing.T) {
+	ks := kernels()
+	if k := best(ks, simd.Generic); k != goKernel {
+		t.Errorf("generic: kernel %s, want go", k.name)
+	}
+	if k := best(ks, simd.AVX2); k.level > simd.AVX2 {
+		t.Errorf("avx2: kernel %s", k.name)
+	}
+	if k := best(ks, simd.AVX512); k != ks[0] {
+		t.Errorf("avx512: kernel %s, want %s", k.name, ks[0].name)
+	}
+	if best(ks, simd.Current()) != active {
+		t.Errorf("active kernel %s is not the best for %v", active.name, simd.Current())
 	}
 }

@@ -2,12 +2,17 @@
 
 package gemm
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/locusml/locus/internal/simd"
+)
 
 //go:generate go run gen_avx512.go
 
-// kernels lists the micro-kernels this CPU can run, best first. x/sys/cpu reports
-// AVX-512F and AVX2 only where the OS saves their registers.
+// kernels lists the micro-kernels this CPU can run, best first, whatever LOCUS_CPU says
+// (active picks the first that simd allows). x/sys/cpu reports AVX-512F and AVX2 only
+// where the OS saves their registers.
 func kernels() []*microKernel {
 	var ks []*microKernel
 	if cpu.X86.HasAVX512F {
@@ -19,46 +24,66 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct}
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT}
 
-var avx512Kernel = &microKernel{name: "avx512", mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct}
-
-//go:noescape
-func kernel6x16(k int, a, b, c *float32, ldc int)
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT}
 
 //go:noescape
-func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int)
+func kernel6x16(k int, a, b, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x32z(k int, a, b, c *float32, ldc int)
+func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int)
+func kernel6x16t(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
 
-func kernelAVX2(k int, a, b, c []float32, ldc int) {
+//go:noescape
+func kernel12x32z(k int, a, b, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel12x32zt(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+
+func kernelAVX2(k int, a, b, c []float32, ldc int, set bool) {
 	_ = a[k*6-1]
 	_ = b[k*16-1]
 	_ = c[5*ldc+15]
-	kernel6x16(k, &a[0], &b[0], &c[0], ldc)
+	kernel6x16(k, &a[0], &b[0], &c[0], ldc, set)
 }
 
-func kernelAVX2Direct(k int, a []float32, lda int, b, c []float32, ldc int) {
+func kernelAVX2Direct(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
 	_ = a[5*lda+k-1]
 	_ = b[k*16-1]
 	_ = c[5*ldc+15]
-	kernel6x16u(k, &a[0], lda, &b[0], &c[0], ldc)
+	kernel6x16u(k, &a[0], lda, &b[0], &c[0], ldc, set)
 }
 
-func kernelAVX512(k int, a, b, c []float32, ldc int) {
+func kernelAVX512(k int, a, b, c []float32, ldc int, set bool) {
 	_ = a[k*12-1]
 	_ = b[k*32-1]
 	_ = c[11*ldc+31]
-	kernel12x32z(k, &a[0], &b[0], &c[0], ldc)
+	kernel12x32z(k, &a[0], &b[0], &c[0], ldc, set)
 }
 
-func kernelAVX512Direct(k int, a []float32, lda int, b, c []float32, ldc int) {
+func kernelAVX512Direct(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
 	_ = a[11*lda+k-1]
 	_ = b[k*32-1]
 	_ = c[11*ldc+31]
-	kernel12x32zu(k, &a[0], lda, &b[0], &c[0], ldc)
+	kernel12x32zu(k, &a[0], lda, &b[0], &c[0], ldc, set)
+}
+
+func kernelAVX512DirectT(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+	_ = a[(k-1)*lda+11]
+	_ = b[k*32-1]
+	_ = c[11*ldc+31]
+	kernel12x32zt(k, &a[0], lda, &b[0], &c[0], ldc, set)
+}
+
+func kernelAVX2DirectT(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+	_ = a[(k-1)*lda+5]
+	_ = b[k*16-1]
+	_ = c[5*ldc+15]
+	kernel6x16t(k, &a[0], lda, &b[0], &c[0], ldc, set)
 }

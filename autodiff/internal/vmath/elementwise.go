@@ -28,6 +28,21 @@ func Max(x []float32) float32 {
 	return max(max(m0, m1), max(m2, m3))
 }
 
+// Add sets dst[i] += x[i] for i < len(dst) (x must be as long).
+func Add(dst, x []float32) {
+	x = x[:len(dst)]
+	n := 0
+	if hasAVX2 {
+		n = len(dst) &^ 7
+		if n > 0 {
+			addAVX2(&dst[0], &x[0], n)
+		}
+	}
+	for i := n; i < len(dst); i++ {
+		dst[i] += x[i]
+	}
+}
+
 // Scale sets x[i] = a·x[i].
 func Scale(x []float32, a float32) {
 	n := 0

@@ -145,3 +145,31 @@ func TestMaxScale(t *testing.T) {
 		}
 	}
 }
+
+// TestAdd checks Add on both paths against the scalar sum, bit for bit, at lengths
+// around the vector widths.
+func TestAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 40, 64, 100, 257} {
+		x := make([]float32, n+3)
+		d0 := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		for i := range d0 {
+			d0[i] = float32(rng.NormFloat64())
+		}
+		for _, avx := range []bool{true, false} {
+			d := append([]float32(nil), d0...)
+			old := hasAVX2
+			setAVX2(avx && old)
+			Add(d, x)
+			setAVX2(old)
+			for i := range d {
+				if want := d0[i] + x[i]; math.Float32bits(d[i]) != math.Float32bits(want) {
+					t.Fatalf("n=%d AVX2 %v: d[%d] = %v, want %v", n, avx && old, i, d[i], want)
+				}
+			}
+		}
+	}
+}

@@ -1,7 +1,8 @@
-// Package vmath holds vectorised float32 kernels, transcendental (exp, GELU, sigmoid),
-// element-wise (ReLU, the MSE loss and gradient) and the steps of a softmax (max,
-// exp-and-sum, scale), as AVX2/FMA assembly on amd64 CPUs that have it and plain Go
-// elsewhere, for the fused ops of package autodiff.
+// Package vmath holds vectorised float32 kernels, transcendental (exp, GELU and its
+// gradient, sigmoid), element-wise (ReLU, Add, the MSE loss and gradient) and the steps
+// of a softmax (max, exp-and-sum, scale), as AVX2/FMA assembly on amd64 CPUs that have
+// it (and that LOCUS_CPU allows) and plain Go elsewhere, for the fused ops of package
+// autodiff.
 package vmath
 
 import "math"
@@ -104,5 +105,25 @@ func Sigmoid(x, y []float32) {
 	}
 	for i := n; i < len(x); i++ {
 		y[i] = 1 / (1 + Exp32(-x[i]))
+	}
+}
+
+// GELUGrad sets dx[i] = g[i]·(s + 2x·s·(1 − s)·√(2/π)·(1 + 3·0.044715·x²)), x = x[i] and
+// s = s[i] as GELUTanh left it: the derivative of the tanh GELU times the incoming
+// gradient, with the same float32 roundings on both paths.
+func GELUGrad(x, s, g, dx []float32) {
+	n := len(x)
+	s, g, dx = s[:n], g[:n], dx[:n]
+	done := 0
+	if hasAVX2 {
+		done = n &^ 7
+		if done > 0 {
+			geluGradAVX2(&x[0], &s[0], &g[0], &dx[0], done, sqrt2OverPi, 3*cubic, 1)
+		}
+	}
+	for i := done; i < n; i++ {
+		v, sg := x[i], s[i]
+		d := sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*cubic*v*v)
+		dx[i] = g[i] * d
 	}
 }

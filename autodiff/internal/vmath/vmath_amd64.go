@@ -2,9 +2,14 @@
 
 package vmath
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
 
-var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	"github.com/locusml/locus/internal/simd"
+)
+
+// hasAVX2 selects the AVX2 kernels, where the CPU has them and LOCUS_CPU allows them.
+var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && simd.Allows(simd.AVX2)
 
 //go:noescape
 func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
@@ -32,3 +37,9 @@ func maxAVX2(x *float32, n int, m *[8]float32) bool
 
 //go:noescape
 func scaleAVX2(x *float32, n int, a float32)
+
+//go:noescape
+func addAVX2(dst, x *float32, n int)
+
+//go:noescape
+func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32)

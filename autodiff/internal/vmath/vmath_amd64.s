@@ -447,3 +447,79 @@ sqloop:
 	VMOVUPD Y3, 96(DI)
 	VZEROUPPER
 	RET
+
+// func addAVX2(dst, x *float32, n int)
+// dst[i] += x[i]; n is a positive multiple of 8.
+TEXT ·addAVX2(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	CMPQ CX, $32
+	JLT  aone
+aloop4:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS (SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, DI
+	ADDQ $128, SI
+	SUBQ $32, CX
+	CMPQ CX, $32
+	JGE  aloop4
+	TESTQ CX, CX
+	JZ   adone
+aone:
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  aone
+adone:
+	VZEROUPPER
+	RET
+
+// func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32)
+// dx[i] = gr[i]·(s + 2x·s·(1−s)·c1·(1 + c3·x·x)) with s = s[i], x = x[i], each operation
+// rounded in the order of GELUGrad's scalar loop; n is a positive multiple of 8.
+TEXT ·geluGradAVX2(SB), NOSPLIT, $0-52
+	MOVQ x+0(FP), SI
+	MOVQ s+8(FP), DI
+	MOVQ gr+16(FP), R8
+	MOVQ dx+24(FP), DX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS c1+40(FP), Y8
+	VBROADCASTSS c3+44(FP), Y10
+	VBROADCASTSS one+48(FP), Y9
+ggloop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DI), Y1
+	VADDPS Y0, Y0, Y2
+	VMULPS Y1, Y2, Y2
+	VSUBPS Y1, Y9, Y3
+	VMULPS Y3, Y2, Y2
+	VMULPS Y8, Y2, Y2
+	VMULPS Y0, Y10, Y4
+	VMULPS Y0, Y4, Y4
+	VADDPS Y9, Y4, Y4
+	VMULPS Y4, Y2, Y2
+	VADDPS Y2, Y1, Y2
+	VMULPS (R8), Y2, Y2
+	VMOVUPS Y2, (DX)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JNZ  ggloop
+	VZEROUPPER
+	RET

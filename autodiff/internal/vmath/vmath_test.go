@@ -121,3 +121,37 @@ func TestSigmoid(t *testing.T) {
 		}
 	}
 }
+
+// TestGELUGrad checks GELUGrad on both paths, bit for bit, against autodiff's former
+// scalar loop, and against the float64 derivative of the tanh GELU.
+func TestGELUGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, n := range []int{0, 1, 7, 8, 9, 33, 100} {
+		x, s, g, y := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i] = float32(4 * rng.NormFloat64())
+			g[i] = float32(rng.NormFloat64())
+		}
+		GELUTanh(x, s, y)
+		for _, avx := range []bool{true, false} {
+			dx := make([]float32, n)
+			old := hasAVX2
+			setAVX2(avx && old)
+			GELUGrad(x, s, g, dx)
+			setAVX2(old)
+			for i, v := range x {
+				sg := s[i]
+				want := g[i] * (sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*cubic*v*v))
+				if math.Float32bits(dx[i]) != math.Float32bits(want) {
+					t.Fatalf("n=%d AVX2 %v: dx[%d] = %v, want %v", n, avx && old, i, dx[i], want)
+				}
+				xv := float64(v)
+				th := math.Tanh(sqrt2OverPi * (xv + cubic*xv*xv*xv))
+				d64 := float64(g[i]) * (0.5*(1+th) + 0.5*xv*(1-th*th)*sqrt2OverPi*(1+3*cubic*xv*xv))
+				if math.Abs(float64(dx[i])-d64) > 1e-5*(1+math.Abs(d64)) {
+					t.Errorf("x=%v: dx %v, float64 %v", v, dx[i], d64)
+				}
+			}
+		}
+	}
+}

@@ -2,11 +2,15 @@
 
 package kern
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/locusml/locus/internal/simd"
+)
 
 var (
-	hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL
-	hasAVX2   = cpu.X86.HasAVX2
+	hasAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && simd.Allows(simd.AVX512)
+	hasAVX2   = cpu.X86.HasAVX2 && simd.Allows(simd.AVX2)
 )
 
 //go:noescape

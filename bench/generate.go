@@ -1,0 +1,45 @@
+package bench
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/models/transformer"
+)
+
+// GenerateTokens is the generate workload's tokens per run, as the peer's --new-tokens.
+const GenerateTokens = 256
+
+// newGenerate is the peer's generate workload: the charlm model (untrained, seed's
+// parameters) continues a one-token prompt (id 0) by GenerateTokens tokens, batch 1,
+// greedy; one Step is one whole generation. Locus decodes with its key/value cache
+// (transformer.Generator, as `locus sample`); the peer re-runs the model on the last
+// context tokens for every token (nanoGPT's generate). Past the context (64) both
+// recompute the window at every token, since positions are absolute.
+func newGenerate(seed uint64) (*Workload, error) {
+	const V, T = 65, 64
+	ps, err := autodiff.NewParams(autodiff.Float32, seed)
+	if err != nil {
+		return nil, err
+	}
+	m, err := transformer.New(transformer.DefaultConfig(transformer.ArchLM, V, T), ps)
+	if err != nil {
+		return nil, err
+	}
+	gen, err := transformer.NewGenerator(m)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed+1, 0))
+	return &Workload{
+		Name: "generate", Params: ps, Units: "tokens", PerStep: GenerateTokens,
+		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T,
+			"new_tokens": GenerateTokens, "batch": 1, "sampling": "greedy, key/value cache (locus sample)"},
+		Step: func(int) (float64, time.Duration, error) {
+			t0 := time.Now()
+			_, err := gen.Generate(nil, []int{0}, GenerateTokens, transformer.Sampling{}, -1, rng)
+			return 0, time.Since(t0), err // no loss
+		},
+	}, nil
+}
