@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/nlpodyssey/safetensors"
 	"gorgonia.org/tensor"
 )
@@ -38,7 +38,7 @@ func ExportSafetensors(path string, tensors map[string]*tensor.Dense, metadata m
 // other dtypes are an error naming the tensor. Errors name the file, and a file shorter
 // than its header says is reported as truncated.
 func ReadSafetensors(path string) (map[string]*tensor.Dense, map[string]string, error) {
-	buf, err := os.ReadFile(path)
+	buf, err := regularfile.ReadFile(path, MaxTensorBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read safetensors: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/onnx"
 	"github.com/locusml/locus/train"
@@ -223,7 +224,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	if *plot != "" {
 		src := filepath.Join(filepath.Dir(ck.Dir), train.PlotFile)
-		png, err := os.ReadFile(src)
+		png, err := regularfile.ReadFile(src, 64<<20)
 		if err != nil {
 			return fmt.Errorf("loss curve: %w", err)
 		}

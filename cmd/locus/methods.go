@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/methods"
 )
@@ -14,11 +15,14 @@ func init() {
 	register("nw", "Nadaraya-Watson regression: fit x,y rows of a CSV, predict at query rows", runNW)
 }
 
+// maxCSVBytes bounds the CSV files of meanshift and nw.
+const maxCSVBytes = 1 << 30
+
 func readCSVFile(path string) ([]string, [][]float64, error) {
 	if path == "" {
 		return nil, nil, usageErrorf("missing -in FILE")
 	}
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path, maxCSVBytes)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,143 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/locusml/locus/train"
+)
+
+// The regression tests of issue 17: no input may crash, hang, or mix two runs. Each
+// checks a one-line error and its exit status, never a panic trace.
+
+// tinyCorpus is a text of a few kilobytes for character LMs.
+func tinyCorpus(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "corpus.txt")
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog. ", 100)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var (
+	charRunOnce sync.Once
+	charRunDir  string
+	charRunErr  string
+)
+
+// charlmArgs are the flags of a tiny character LM run.
+func charlmArgs(corpus, out string) []string {
+	return []string{"train", "-task", "charlm", "-data", corpus, "-seqlen", "16", "-layers", "1", "-dmodel", "16", "-heads", "2", "-dff", "32",
+		"-batch", "8", "-steps", "10", "-eval-every", "5", "-eval-n", "16", "-out", out}
+}
+
+// charRun returns a copy of a finished tiny character LM run.
+func charRun(t *testing.T) string {
+	t.Helper()
+	charRunOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "locus-reliability-")
+		if err != nil {
+			charRunErr = err.Error()
+			return
+		}
+		corpus := filepath.Join(dir, "corpus.txt")
+		if err := os.WriteFile(corpus, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 100)), 0o644); err != nil {
+			charRunErr = err.Error()
+			return
+		}
+		charRunDir = filepath.Join(dir, "run")
+		if code, _, stderr := runCLI(t, charlmArgs(corpus, charRunDir)...); code != 0 {
+			charRunErr = stderr
+		}
+	})
+	if charRunErr != "" {
+		t.Fatalf("tiny charlm run: %s", charRunErr)
+	}
+	dst := filepath.Join(t.TempDir(), "run")
+	if err := os.CopyFS(dst, os.DirFS(charRunDir)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// latestDir returns the latest checkpoint of a run.
+func latestDir(t *testing.T, run string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(run, train.LatestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(run, strings.TrimSpace(string(b)))
+}
+
+// checkFails runs the command line and wants exit code and want in the last line of
+// stderr, without a panic trace.
+func checkFails(t *testing.T, code int, want string, args ...string) {
+	t.Helper()
+	got, _, stderr := runCLI(t, args...)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if got != code || !strings.Contains(last, want) {
+		t.Errorf("%v: exit %d, last line %q; want exit %d and %q", args, got, last, code, want)
+	}
+	if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "panic") {
+		t.Errorf("%v: panic trace in output:\n%s", args, stderr)
+	}
+}
+
+// readers are the commands that read a checkpoint.
+func readers(run string) [][]string {
+	return [][]string{
+		{"eval", "-ckpt", run, "-n", "16"},
+		{"sample", "-ckpt", run, "-prompt", "the", "-n", "5"},
+		{"export", "-ckpt", run, "-out", filepath.Join(run, "export.safetensors")},
+		{"inspect", "-ckpt", run},
+		{"train", "-resume", run, "-steps", "20"},
+	}
+}
+
+func TestFIFOInsteadOfModelFileIsRefused(t *testing.T) {
+	run := charRun(t)
+	file := filepath.Join(latestDir(t, run), train.ModelFile)
+	os.Remove(file)
+	if err := syscall.Mkfifo(file, 0o600); err != nil {
+		t.Skip("no FIFOs:", err)
+	}
+	for _, args := range readers(run) {
+		checkFails(t, 1, "not a regular file (a named pipe)", args...)
+	}
+}
+
+func TestSymlinkToDevZeroIsRefused(t *testing.T) {
+	if _, err := os.Stat("/dev/zero"); err != nil {
+		t.Skip("no /dev/zero")
+	}
+	for _, name := range []string{train.ModelFile, train.MetaFile, train.OptimizerFile} {
+		run := charRun(t)
+		file := filepath.Join(latestDir(t, run), name)
+		os.Remove(file)
+		if err := os.Symlink("/dev/zero", file); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range readers(run) {
+			checkFails(t, 1, "not a regular file (a character device)", args...)
+		}
+	}
+}
+
+func TestDataFIFOIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no FIFOs:", err)
+	}
+	checkFails(t, 1, "not a regular file (a named pipe)", charlmArgs(fifo, filepath.Join(dir, "run"))...)
+}
