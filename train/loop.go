@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/optim"
 	"gorgonia.org/tensor"
 )
@@ -172,6 +173,8 @@ type Loop struct {
 	trainConfig    json.RawMessage
 	out            printer
 	forceBar       bool // tests: draw the bar even when Out is not a terminal
+	resumed        bool
+	resumedLatest  string // LatestFile's content in Dir when Resume read the checkpoint
 
 	// Throughput and last-step values; not saved.
 	windowItems int
@@ -275,8 +278,12 @@ func (l *Loop) bestMode() string {
 // stops training with an error wrapping ErrDiverged that names the step, without a
 // checkpoint. The Summary is returned with the error when training started.
 //
-// A Loop that was not resumed refuses to start in a Dir that already holds a run (a
-// LatestFile), rather than mixing two runs' checkpoints and logs.
+// Run holds the lock of Dir (LockFile) while it runs: a second Loop or process training
+// in the same Dir gets an error wrapping ErrRunInUse that names the holder's pid, and a
+// lock left by a killed process is taken over. A Loop that was not resumed refuses to
+// start in a Dir that already holds a run (a LatestFile), and a resumed one refuses if
+// another run moved LatestFile since Resume, rather than mixing two runs' checkpoints
+// and logs.
 func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
@@ -307,13 +314,21 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if l.Dir != "" {
-		if l.step == 0 && l.lastCheckpoint == "" {
-			if _, err := os.Stat(filepath.Join(l.Dir, LatestFile)); err == nil {
-				return nil, fmt.Errorf("train: %s already holds a run (it has a %s file): call Resume to continue it, or choose another Dir", l.Dir, LatestFile)
-			}
-		}
 		if err := os.MkdirAll(l.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("train: %w", err)
+		}
+		lock, err := lockRunDir(l.Dir)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.unlock()
+		// Under the lock, so that of two runs started together exactly one trains.
+		latest := readLatest(l.Dir)
+		if l.step == 0 && l.lastCheckpoint == "" && latest != "" {
+			return nil, fmt.Errorf("train: %s already holds a run (it has a %s file): call Resume to continue it, or choose another Dir", l.Dir, LatestFile)
+		}
+		if l.resumed && latest != l.resumedLatest {
+			return nil, fmt.Errorf("train: %s: %s moved from %q to %q since Resume read it (another process trained there): resume again", l.Dir, LatestFile, l.resumedLatest, latest)
 		}
 		if err := cleanStale(l.Dir); err != nil {
 			return nil, fmt.Errorf("train: clean %s: %w", l.Dir, err)
@@ -635,6 +650,15 @@ func readHistory(dir string, step int) ([]Record, error) {
 	return out, nil
 }
 
+// readLatest returns the content of dir's LatestFile, or "" if it has none.
+func readLatest(dir string) string {
+	b, err := regularfile.ReadFile(filepath.Join(dir, LatestFile), maxLatestBytes)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // stepDirName is the name of the checkpoint of a step.
 func stepDirName(step int) string { return fmt.Sprintf("step-%06d", step) }
 
@@ -873,6 +897,7 @@ func (l *Loop) Resume(path string) error {
 	if l.Dir == "" {
 		l.Dir = filepath.Dir(ck.Dir)
 	}
+	l.resumed, l.resumedLatest = true, readLatest(l.Dir)
 	l.bestParams = nil
 	if l.state.BestStep > 0 {
 		if err := l.loadBest(); err != nil {

@@ -141,3 +141,68 @@ func TestDataFIFOIsRefused(t *testing.T) {
 	}
 	checkFails(t, 1, "not a regular file (a named pipe)", charlmArgs(fifo, filepath.Join(dir, "run"))...)
 }
+
+// twoAtOnce runs the command line twice concurrently and returns the exit codes and
+// standard errors.
+func twoAtOnce(t *testing.T, a, b []string) (codes [2]int, stderr [2]string) {
+	var wg sync.WaitGroup
+	for i, args := range [][]string{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, stderr[i] = runCLI(t, args...)
+		}()
+	}
+	wg.Wait()
+	return codes, stderr
+}
+
+// exactlyOneRan checks that one of two runs succeeded and the other was refused with a
+// one-line reason.
+func exactlyOneRan(t *testing.T, codes [2]int, stderr [2]string) {
+	t.Helper()
+	if (codes[0] == 0) == (codes[1] == 0) {
+		t.Fatalf("exit codes %v, want exactly one success:\n%s\n---\n%s", codes, stderr[0], stderr[1])
+	}
+	loser := stderr[0]
+	if codes[1] != 0 {
+		loser = stderr[1]
+	}
+	lines := strings.Split(strings.TrimSpace(loser), "\n")
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "in use by pid") && !strings.Contains(last, "already holds a run") && !strings.Contains(last, "moved from") {
+		t.Errorf("refused run says %q", last)
+	}
+}
+
+func TestTwoTrainsIntoOneDirectory(t *testing.T) {
+	corpus := tinyCorpus(t)
+	out := filepath.Join(t.TempDir(), "run")
+	a := append(charlmArgs(corpus, out), "-steps", "30", "-seed", "1")
+	b := append(charlmArgs(corpus, out), "-steps", "30", "-seed", "2")
+	codes, stderr := twoAtOnce(t, a, b)
+	exactlyOneRan(t, codes, stderr)
+	ck, err := train.LoadCheckpoint(out)
+	if err != nil || ck.Step != 30 {
+		t.Fatalf("the run directory after two trains: %v", err)
+	}
+	if len(ck.History) != 0 && ck.History[len(ck.History)-1].Step != 30 {
+		t.Errorf("history ends at step %d", ck.History[len(ck.History)-1].Step)
+	}
+}
+
+func TestTwoResumesOfOneRun(t *testing.T) {
+	run := charRun(t)
+	args := []string{"train", "-resume", run, "-steps", "40"}
+	codes, stderr := twoAtOnce(t, args, args)
+	exactlyOneRan(t, codes, stderr)
+	ck, err := train.LoadCheckpoint(run)
+	if err != nil || ck.Step != 40 {
+		t.Fatalf("the run after two resumes: %v", err)
+	}
+	for i, r := range ck.History[1:] {
+		if r.Step <= ck.History[i].Step {
+			t.Fatalf("history is not in step order: %d after %d", r.Step, ck.History[i].Step)
+		}
+	}
+}
