@@ -17,6 +17,12 @@ const LockFile = "LOCK"
 // Loop) is training in.
 var ErrRunInUse = errors.New("run directory in use")
 
+// inUseError is an error that is ErrRunInUse without repeating it in its text.
+type inUseError string
+
+func (e inUseError) Error() string        { return string(e) }
+func (e inUseError) Is(target error) bool { return target == ErrRunInUse }
+
 // dirLock is a held LockFile.
 type dirLock struct {
 	f    *os.File
@@ -41,7 +47,7 @@ func lockRunDir(dir string) (*dirLock, error) {
 		}
 		if !held {
 			f.Close()
-			return nil, fmt.Errorf("train: run directory %s in use by %s (%s): %w", dir, lockHolder(path), path, ErrRunInUse)
+			return nil, inUseError(fmt.Sprintf("train: run directory %s in use by %s (%s)", dir, lockHolder(path), path))
 		}
 		// The holder removes the file before it unlocks: a lock on a file that is no
 		// longer the one at path is worthless, so try again.
@@ -56,7 +62,7 @@ func lockRunDir(dir string) (*dirLock, error) {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		return &dirLock{f: f, path: path}, nil
 	}
-	return nil, fmt.Errorf("train: run directory %s: %s keeps changing: %w", dir, path, ErrRunInUse)
+	return nil, inUseError(fmt.Sprintf("train: run directory %s: %s keeps changing", dir, path))
 }
 
 // lockHolder names the process that holds the lock file at path, from its content.
