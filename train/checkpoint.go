@@ -331,7 +331,13 @@ func readChecked(file string, info fileInfo) (map[string]*tensor.Dense, error) {
 		return nil, fmt.Errorf("corrupted file: SHA-256 %s does not match %s recorded in %s", got[:12], shortHash(info.SHA256), MetaFile)
 	}
 	ts, _, err := decodeSafetensors(buf)
-	return ts, err
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite(ts); err != nil {
+		return nil, fmt.Errorf("damaged values: %w", err)
+	}
+	return ts, nil
 }
 
 func shortHash(h string) string {

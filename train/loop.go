@@ -685,6 +685,17 @@ func (l *Loop) checkpoint() error {
 	if err != nil {
 		return err
 	}
+	// A NaN in the weights with a finite loss (an optimizer state gone bad) must not
+	// reach a checkpoint that LATEST points at.
+	for _, ts := range []map[string]*tensor.Dense{ck.Params, ck.Optimizer} {
+		if err := checkFinite(ts); err != nil {
+			where := "no checkpoint was saved"
+			if l.lastCheckpoint != "" {
+				where = "the last checkpoint is " + l.lastCheckpoint
+			}
+			return fmt.Errorf("train: step %d: %v; stopping without saving (%s): %w", l.step, err, where, ErrDiverged)
+		}
+	}
 	name := stepDirName(l.step)
 	dir := filepath.Join(l.Dir, name)
 	if err := SaveCheckpoint(dir, ck); err != nil {

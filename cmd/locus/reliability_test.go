@@ -3,6 +3,7 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,5 +205,41 @@ func TestTwoResumesOfOneRun(t *testing.T) {
 		if r.Step <= ck.History[i].Step {
 			t.Fatalf("history is not in step order: %d after %d", r.Step, ck.History[i].Step)
 		}
+	}
+}
+
+// poison writes v into the last value of the last tensor of a checkpoint file, keeping
+// the checksums right (a re-signed file), and returns the tensor's name.
+func poison(t *testing.T, run, file string, v float32) string {
+	t.Helper()
+	ck, err := train.LoadCheckpoint(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := ck.Params
+	if file == train.OptimizerFile {
+		ts = ck.Optimizer
+	}
+	names := sortedKeys(ts)
+	name := names[len(names)-1]
+	d := ts[name].Data().([]float32)
+	d[len(d)-1] = v
+	if err := train.SaveCheckpoint(ck.Dir, ck); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func TestNaNCheckpointIsRefused(t *testing.T) {
+	run := charRun(t)
+	name := poison(t, run, train.OptimizerFile, float32(math.NaN()))
+	checkFails(t, 1, `damaged values: tensor "`+name+`" holds NaN`, "train", "-resume", run, "-steps", "20")
+	if got := latestDir(t, run); filepath.Base(got) != "step-000010" {
+		t.Errorf("LATEST moved to %s", got)
+	}
+	run = charRun(t)
+	name = poison(t, run, train.ModelFile, float32(math.Inf(1)))
+	for _, args := range readers(run) {
+		checkFails(t, 1, `damaged values: tensor "`+name+`" holds +Inf`, args...)
 	}
 }
