@@ -9,6 +9,7 @@ import (
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/models/dae"
+	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
 )
 
@@ -24,6 +25,14 @@ type mnistData struct {
 	MNIST string `json:"mnist,omitempty"` // the IDX folder; "" is the GoMNIST module
 	Batch int    `json:"batch"`
 	Seed  uint64 `json:"seed"`
+}
+
+// validate reports the first invalid field of a saved MNIST data configuration.
+func (d mnistData) validate() error {
+	if d.Batch <= 0 || d.Batch > transformer.MaxBatch {
+		return fmt.Errorf("data config: batch %d, want 1 to %d", d.Batch, transformer.MaxBatch)
+	}
+	return nil
 }
 
 func (daeFamily) kinds() []string { return []string{dae.KindMLP, dae.KindLocalized} }
@@ -61,6 +70,9 @@ func (daeFamily) toFlags(model, data json.RawMessage, f *trainFlags) error {
 		if err := json.Unmarshal(data, &d); err != nil {
 			return fmt.Errorf("data config: %w", err)
 		}
+		if err := d.validate(); err != nil {
+			return err
+		}
 	}
 	f.model, f.task, f.noise, f.sigma = cfg.Kind, "mnist", cfg.Noise, cfg.Sigma
 	if cfg.Kernel != nil {
@@ -79,6 +91,9 @@ func (daeFamily) open(model, data json.RawMessage, ps *autodiff.Params) (session
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &s.data); err != nil {
 			return nil, fmt.Errorf("data config: %w", err)
+		}
+		if err := s.data.validate(); err != nil {
+			return nil, err
 		}
 		dir := s.data.MNIST
 		if dir == "" {

@@ -77,6 +77,9 @@ func (transformerFamily) toFlags(model, data json.RawMessage, f *trainFlags) err
 		if err := train.DecodeConfig(data, &d); err != nil {
 			return fmt.Errorf("data config: %w", err)
 		}
+		if err := d.Validate(); err != nil {
+			return err
+		}
 	}
 	f.model, f.task, f.arch = "transformer", d.Task, cfg.Arch
 	f.kernel, f.bandwidth, f.positions = cfg.Kernel, cfg.Bandwidth, cfg.Positions

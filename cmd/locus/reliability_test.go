@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -241,5 +242,88 @@ func TestNaNCheckpointIsRefused(t *testing.T) {
 	name = poison(t, run, train.ModelFile, float32(math.Inf(1)))
 	for _, args := range readers(run) {
 		checkFails(t, 1, `damaged values: tensor "`+name+`" holds +Inf`, args...)
+	}
+}
+
+// editMeta rewrites a field of the latest checkpoint's checkpoint.json, as a hand edit
+// would: section is "model_config" or "data_config".
+func editMeta(t *testing.T, run, section, field string, value any) {
+	t.Helper()
+	path := filepath.Join(latestDir(t, run), train.MetaFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta[section].(map[string]any)[field] = value
+	if b, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSizesBeyondLimitsOrMemory: sizes beyond the configuration's limits, or that
+// together cannot fit in memory, are refused before anything is allocated, from flags
+// and from checkpoints alike.
+func TestSizesBeyondLimitsOrMemory(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"-dmodel", "1000000"}, 2, "dim 1000000"},
+		{[]string{"-dff", "1000000000"}, 2, "hidden 1000000000"},
+		{[]string{"-layers", "100000"}, 2, "layers 100000"},
+		{[]string{"-batch", "100000000"}, 2, "-batch must be in 1..65536"},
+		{[]string{"-seqlen", "1048576", "-batch", "1"}, 1, "more than the"},
+		{[]string{"-layers", "1024", "-dmodel", "32768"}, 1, "more than the"},
+		{[]string{"-task", "charlm", "-data", tinyCorpus(t), "-seqlen", "100000000"}, 1, "seq_len 100000000, want 1 to"},
+	} {
+		checkFails(t, tc.code, tc.want, append([]string{"train", "-steps", "1", "-out", out}, tc.args...)...)
+	}
+	for _, tc := range []struct {
+		section, field string
+		value          any
+		want           string
+	}{
+		{"model_config", "max_len", 1e9, "max_len 1000000000, want 1 to"},
+		{"model_config", "dim", 1e6, "dim 1000000 and heads"},
+		{"model_config", "dim", 32768, "more than the"},
+		{"data_config", "batch", 0, "batch 0, want 1 to"},
+	} {
+		run := charRun(t)
+		editMeta(t, run, tc.section, tc.field, tc.value)
+		for _, args := range readers(run) {
+			if args[0] == "export" || args[0] == "inspect" {
+				continue // they read the weights, not the model
+			}
+			checkFails(t, 1, tc.want, args...)
+		}
+	}
+}
+
+func TestCorpusTooShortFailsBeforeStepOne(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "small.txt")
+	if err := os.WriteFile(corpus, []byte(strings.Repeat("abcdefghij", 10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := charlmArgs(corpus, filepath.Join(dir, "run"))
+	args = append(args, "-seqlen", "64")
+	checkFails(t, 1, "too few for one window of seq_len 64", args...)
+	if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+		t.Errorf("the refused run created its directory: %v", err)
+	}
+}
+
+func TestDAESigmaNaNRefused(t *testing.T) {
+	for _, v := range []string{"NaN", "Inf", "-1"} {
+		checkFails(t, 2, "want a finite value >= 0", "train", "-model", "dae", "-sigma", v, "-steps", "1", "-out", filepath.Join(t.TempDir(), "run"))
 	}
 }

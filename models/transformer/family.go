@@ -126,7 +126,9 @@ func (d *Data) ModelVocab(arch Arch) int {
 	return d.Vocab()
 }
 
-// Check reports whether a model with configuration cfg fits the data.
+// Check reports whether a model with configuration cfg fits the data: the vocabulary,
+// the row length, a corpus long enough for one window in each split, and the memory a
+// training step needs (Config.MemoryEstimate, train.CheckMemory).
 func (d *Data) Check(cfg Config) error {
 	if want := d.ModelVocab(cfg.Arch); cfg.Vocab != want {
 		return fmt.Errorf("model vocab %d does not match the data's %d (task %s)", cfg.Vocab, want, d.Config.Task)
@@ -140,7 +142,19 @@ func (d *Data) Check(cfg Config) error {
 	if d.Task != nil && (cfg.Arch == ArchLM) != (d.Config.Layout == datasets.Causal) {
 		return fmt.Errorf("arch %s with layout %s: lm goes with causal, encoder and encdec with aligned", cfg.Arch, d.Config.Layout)
 	}
-	return nil
+	if d.Corpus != nil {
+		// A window is SeqLen+1 tokens (inputs and next-token targets).
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"training", len(d.Corpus.Train)}, {"validation", len(d.Corpus.Val)}} {
+			if s.n <= d.Config.SeqLen {
+				return fmt.Errorf("the corpus's %s split has %d tokens, too few for one window of seq_len %d + 1 (use a longer text or a shorter -seqlen)", s.name, s.n, d.Config.SeqLen)
+			}
+		}
+	}
+	return train.CheckMemory(fmt.Sprintf("training (batch %d of %d tokens, dim %d, %d layers, %d heads)", d.Config.Batch, d.SeqLen(), cfg.Dim, cfg.Layers, cfg.Heads),
+		cfg.MemoryEstimate(d.Config.Batch, d.SeqLen()))
 }
 
 // Train returns the training batches for a model of arch, batch Config.Batch, drawn
