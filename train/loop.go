@@ -288,6 +288,9 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
 	}
+	if l.step > l.Steps {
+		return nil, fmt.Errorf("train: the run was resumed at step %d, beyond Steps %d: Steps counts from the start of the run, so nothing is left to train (ask for more than %d steps)", l.step, l.Steps, l.step)
+	}
 	var err error
 	if l.modelConfig, err = marshalConfig("ModelConfig", l.ModelConfig); err != nil {
 		return nil, err

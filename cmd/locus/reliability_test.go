@@ -327,3 +327,8 @@ func TestDAESigmaNaNRefused(t *testing.T) {
 		checkFails(t, 2, "want a finite value >= 0", "train", "-model", "dae", "-sigma", v, "-steps", "1", "-out", filepath.Join(t.TempDir(), "run"))
 	}
 }
+
+func TestResumeWithFewerStepsIsExplained(t *testing.T) {
+	run := charRun(t)
+	checkFails(t, 1, "resumed at step 10, beyond Steps 5", "train", "-resume", run, "-steps", "5")
+}
