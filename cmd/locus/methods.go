@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -154,7 +155,11 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	pred, err := methods.NadarayaWatson(x, y, queries, methods.LocalMeanOptions{Kernel: k, Bandwidth: *bw})
+	// A query no training point reaches is an error, not a silent row of zeros.
+	pred, err := methods.NadarayaWatson(x, y, queries, methods.LocalMeanOptions{Kernel: k, Bandwidth: *bw, Empty: methods.EmptyError})
+	if errors.Is(err, methods.ErrZeroWeights) {
+		return fmt.Errorf("%w: no training point is within the kernel's reach (raise -bandwidth)", err)
+	}
 	if err != nil {
 		return err
 	}

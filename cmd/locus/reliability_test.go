@@ -332,3 +332,27 @@ func TestResumeWithFewerStepsIsExplained(t *testing.T) {
 	run := charRun(t)
 	checkFails(t, 1, "resumed at step 10, beyond Steps 5", "train", "-resume", run, "-steps", "5")
 }
+
+func TestMethodsEdgeCases(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	train := write("t.csv", "x,y\n0,0\n1,1\n2,4\n3,9\n")
+	// A tiny bandwidth predicts each training point exactly...
+	code, stdout, stderr := runCLI(t, "nw", "-in", train, "-bandwidth", "1e-170")
+	if code != 0 || !strings.HasSuffix(stdout, "\n0,0\n1,1\n2,4\n3,9\n") {
+		t.Errorf("nw -bandwidth 1e-170 at the training points: exit %d, %q %s", code, stdout, stderr)
+	}
+	// ...and a query it cannot reach is an error, not a zero.
+	checkFails(t, 1, "no training point is within the kernel's reach", "nw", "-in", train, "-query", write("q.csv", "x\n0.5\n"), "-bandwidth", "1e-170")
+	checkFails(t, 1, "cannot estimate a bandwidth from 5 points", "meanshift", "-in", write("m.csv", "1,1\n1.1,1\n5,5\n5.1,5\n9,9\n"))
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+		checkFails(t, 1, "not a regular file", "meanshift", "-in", fifo)
+	}
+}
