@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"math"
 	"os"
@@ -354,5 +355,44 @@ func TestMethodsEdgeCases(t *testing.T) {
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
 		checkFails(t, 1, "not a regular file", "meanshift", "-in", fifo)
+	}
+}
+
+// writeMNIST writes a tiny MNIST in IDX form: train and test images of random pixels.
+func writeMNIST(t *testing.T, dir string, nTrain, nTest int) {
+	t.Helper()
+	idx := func(name string, magic uint32, dims ...uint32) {
+		var b []byte
+		b = binary.BigEndian.AppendUint32(b, magic)
+		size := 1
+		for _, d := range dims {
+			b = binary.BigEndian.AppendUint32(b, d)
+			size *= int(d)
+		}
+		for i := range size {
+			b = append(b, byte(i*37%251)%10)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idx("train-images-idx3-ubyte", 0x803, uint32(nTrain), 28, 28)
+	idx("train-labels-idx1-ubyte", 0x801, uint32(nTrain))
+	idx("t10k-images-idx3-ubyte", 0x803, uint32(nTest), 28, 28)
+	idx("t10k-labels-idx1-ubyte", 0x801, uint32(nTest))
+}
+
+// TestDAEWithFewTestImages: a test set of fewer than 16 images still gets its picture
+// grid and its evaluation.
+func TestDAEWithFewTestImages(t *testing.T) {
+	dir := t.TempDir()
+	writeMNIST(t, dir, 32, 3)
+	out := filepath.Join(dir, "run")
+	code, stdout, stderr := runCLI(t, "train", "-model", "dae", "-mnist", dir, "-batch", "8", "-steps", "2", "-eval-every", "2", "-eval-n", "10", "-out", out)
+	if code != 0 || !strings.Contains(stdout, "denoised.png") {
+		t.Fatalf("dae on 3 test images: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "eval", "-ckpt", out); code != 0 {
+		t.Errorf("eval: exit %d: %s", code, stderr)
 	}
 }
