@@ -40,7 +40,12 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	met, err := ld.sess.metrics(ld.run, *n, *seed)
+	ctx, stop := interruptible()
+	defer stop()
+	met, err := ld.sess.metrics(ctx, ld.run, *n, *seed)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: evaluation interrupted", ld.ck.Dir)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", ld.ck.Dir, err)
 	}
@@ -279,7 +284,12 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gen, err := dec.Generate(nil, ids, *n, smp, -1, rand.New(rand.NewPCG(*seed, 0)))
+	ctx, stop := interruptible()
+	defer stop()
+	gen, err := dec.GenerateContext(ctx, nil, ids, *n, smp, -1, rand.New(rand.NewPCG(*seed, 0)))
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: sampling interrupted", ld.ck.Dir)
+	}
 	if err != nil {
 		return err
 	}

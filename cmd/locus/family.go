@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,8 +39,9 @@ type session interface {
 	dataConfig() any
 	// trainData returns the training batches.
 	trainData() (train.Data, error)
-	// metrics evaluates the model run by m on n fresh validation examples.
-	metrics(m *autodiff.Model, n int, seed uint64) (train.Metrics, error)
+	// metrics evaluates the model run by m on n fresh validation examples, stopping
+	// with ctx.Err() once ctx is done.
+	metrics(ctx context.Context, m *autodiff.Model, n int, seed uint64) (train.Metrics, error)
 	// bestMetric names the metric that selects the best checkpoint; itemsName what a
 	// batch counts.
 	bestMetric() string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -138,13 +139,13 @@ func (s *daeSession) trainData() (train.Data, error) {
 
 // metrics is the test MSE of the model's output against the clean image, for clean
 // inputs and for inputs corrupted by the model's noise, over the first n test images.
-func (s *daeSession) metrics(_ *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
+func (s *daeSession) metrics(ctx context.Context, _ *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
 	if s.mnist == nil {
 		return nil, errNoData("evaluation")
 	}
 	imgs := s.mnist.Test
 	n = min(n, imgs.N)
-	return dae.Metrics(s.model, imgs.Pixels[:n*imgs.Rows*imgs.Cols], s.model.Noise(), seed)
+	return dae.Metrics(ctx, s.model, imgs.Pixels[:n*imgs.Rows*imgs.Cols], s.model.Noise(), seed)
 }
 
 func (s *daeSession) bestMetric() string { return train.ValPrefix + dae.MetricMSEClean }

@@ -10,14 +10,12 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
@@ -352,7 +350,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	seed := f.seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
-		Eval:    func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
+		Eval:    func(ctx context.Context) (train.Metrics, error) { return s.metrics(ctx, run, st.EvalN, seed+2) },
 		Observe: bandwidthObserver(s, run, seed+4),
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
@@ -367,7 +365,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		return err
 	}
 	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s\n", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	sum, err := loop.Run(ctx)
 	if err != nil {

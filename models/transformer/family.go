@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -186,12 +187,12 @@ func (d *Data) ItemsName() string {
 
 // Metrics evaluates the model run by m (of arch) on n fresh validation examples
 // (windows of a corpus) drawn with seed.
-func (d *Data) Metrics(m *autodiff.Model, arch Arch, n int, seed uint64) (train.Metrics, error) {
+func (d *Data) Metrics(ctx context.Context, m *autodiff.Model, arch Arch, n int, seed uint64) (train.Metrics, error) {
 	switch {
 	case d.Corpus != nil:
-		return CorpusMetrics(m, d.Corpus, max(1, n/d.Config.Batch), d.Config.Batch, d.Config.SeqLen, seed)
+		return CorpusMetrics(ctx, m, d.Corpus, max(1, n/d.Config.Batch), d.Config.Batch, d.Config.SeqLen, seed)
 	case arch == ArchEncDec:
-		return EncDecTaskMetrics(m, d.Task, d.Task.Vocab(), n, seed)
+		return EncDecTaskMetrics(ctx, m, d.Task, d.Task.Vocab(), n, seed)
 	}
-	return TaskMetrics(m, d.Task, d.Config.Layout, n, seed)
+	return TaskMetrics(ctx, m, d.Task, d.Config.Layout, n, seed)
 }
