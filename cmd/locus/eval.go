@@ -36,7 +36,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 {
 		return usageErrorf("-n must be > 0, got %d", *n)
 	}
-	ld, err := fromCheckpoint(*ckpt)
+	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 {
 		return usageErrorf("-n must be > 0, got %d", *n)
 	}
-	ld, err := fromCheckpoint(*ckpt)
+	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
 		return err
 	}

@@ -103,8 +103,9 @@ type loaded struct {
 	run    *autodiff.Model
 }
 
-// fromCheckpoint opens the checkpoint at path.
-func fromCheckpoint(path string) (*loaded, error) {
+// fromCheckpoint opens the checkpoint at path. The data files its data configuration
+// names are announced on note before they are read.
+func fromCheckpoint(path string, note io.Writer) (*loaded, error) {
 	if path == "" {
 		return nil, usageErrorf("missing -ckpt DIR")
 	}
@@ -112,6 +113,7 @@ func fromCheckpoint(path string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	announceDataFiles(note, ck)
 	name, fam, err := checkpointFamily(ck)
 	if err != nil {
 		return nil, err
@@ -134,6 +136,26 @@ func fromCheckpoint(path string) (*loaded, error) {
 		}
 	}
 	return &loaded{ck: ck, family: name, sess: s, params: ps, run: run}, nil
+}
+
+// announceDataFiles says which files a checkpoint's data configuration makes this
+// program read (a corpus, an MNIST folder): a checkpoint from someone else must not
+// make Locus read files without a word. Corpora are also checked against the digest
+// recorded at training time (transformer.DataConfig.CorpusSHA256).
+func announceDataFiles(w io.Writer, ck *train.Checkpoint) {
+	var d struct {
+		Corpus string `json:"corpus"`
+		MNIST  string `json:"mnist"`
+	}
+	if json.Unmarshal(ck.DataConfig, &d) != nil {
+		return
+	}
+	if d.Corpus != "" {
+		fmt.Fprintf(w, "locus: reading the corpus %s (data_config.corpus of %s)\n", d.Corpus, ck.Dir)
+	}
+	if d.MNIST != "" {
+		fmt.Fprintf(w, "locus: reading MNIST from %s (data_config.mnist of %s)\n", d.MNIST, ck.Dir)
+	}
 }
 
 // errNoData is the error of a session opened without a data configuration.

@@ -396,3 +396,24 @@ func TestDAEWithFewTestImages(t *testing.T) {
 		t.Errorf("eval: exit %d: %s", code, stderr)
 	}
 }
+
+// TestCheckpointCorpusIsAnnouncedAndChecked: the corpus a checkpoint names is read with
+// a notice saying so, and refused when it is not the text the run was trained on.
+func TestCheckpointCorpusIsAnnouncedAndChecked(t *testing.T) {
+	run := charRun(t)
+	other := filepath.Join(t.TempDir(), "other.txt")
+	if err := os.WriteFile(other, []byte(strings.Repeat("the lazy dog jumps over the quick brown fox. ", 100)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runCLI(t, "eval", "-ckpt", run, "-n", "16")
+	if code != 0 || !strings.Contains(stderr, "locus: reading the corpus ") {
+		t.Errorf("eval: exit %d, no notice of the corpus read: %q", code, stderr)
+	}
+	editMeta(t, run, "data_config", "corpus", other)
+	for _, args := range readers(run) {
+		if args[0] == "export" || args[0] == "inspect" {
+			continue // they read no data
+		}
+		checkFails(t, 1, "corpus "+other+" is not the text this run was trained on", args...)
+	}
+}

@@ -109,6 +109,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if name, fam, err = checkpointFamily(ck); err != nil {
 			return err
 		}
+		announceDataFiles(stderr, ck)
 		if _, err := f.takeFrom(fs, savedRun{fam, ck.ModelConfig, ck.DataConfig, ck.TrainConfig, ck.Dir}, true); err != nil {
 			return err
 		}

@@ -2,6 +2,9 @@ package transformer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -39,9 +42,12 @@ type DataConfig struct {
 	Corpus     string              `json:"corpus,omitempty"`    // charlm: the text file or folder; "" is the Go source
 	MaxBytes   int64               `json:"max_bytes,omitempty"` // charlm: read at most this much text
 	Vocab      string              `json:"vocab,omitempty"`     // charlm: the vocabulary, filled in by Open
-	SeqLen     int                 `json:"seq_len"`             // charlm: the window length
-	Batch      int                 `json:"batch"`
-	Seed       uint64              `json:"seed"`
+	// CorpusSHA256 is the digest of the corpus's token ids (charlm), filled in by Open:
+	// a checkpoint whose corpus path now names other text is refused.
+	CorpusSHA256 string `json:"corpus_sha256,omitempty"`
+	SeqLen       int    `json:"seq_len"` // charlm: the window length
+	Batch        int    `json:"batch"`
+	Seed         uint64 `json:"seed"`
 }
 
 // Validate reports the first invalid field.
@@ -98,8 +104,34 @@ func (d DataConfig) Open() (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Config.Vocab = out.Corpus.Vocab.String()
+	sum := corpusDigest(out.Corpus)
+	if d.CorpusSHA256 != "" && d.CorpusSHA256 != sum {
+		name := d.Corpus
+		if name == "" {
+			name = "the Go source corpus"
+		}
+		return nil, fmt.Errorf("data config: corpus %s is not the text this run was trained on (token digest %.12s, the checkpoint records %.12s)", name, sum, d.CorpusSHA256)
+	}
+	out.Config.Vocab, out.Config.CorpusSHA256 = out.Corpus.Vocab.String(), sum
 	return out, nil
+}
+
+// corpusDigest returns the SHA-256 of a corpus's token ids (training then validation
+// split, 4 bytes each, little-endian), in hex.
+func corpusDigest(c *datasets.Corpus) string {
+	h := sha256.New()
+	buf := make([]byte, 0, 4096)
+	for _, ids := range [][]int{c.Train, c.Val} {
+		for _, id := range ids {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(id))
+			if len(buf) == cap(buf) {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+		}
+	}
+	h.Write(buf)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Vocab returns the number of symbols of the data (for an encdec model the decoder's
