@@ -87,6 +87,9 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkConfigs(ck); err != nil {
+		return err
+	}
 	var n int
 	for _, t := range ck.Params {
 		n += t.Shape().TotalSize()
@@ -203,6 +206,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "checkpoint %s\n  step %d, written by locus %s (%s)\n", ck.Dir, ck.Step, ck.Versions.Locus, ck.Versions.Go)
 	fmt.Fprintf(stdout, "model family %s, config:\n  %s\ndata config:\n  %s\n", family, indent(ck.ModelConfig), indent(ck.DataConfig))
+	if err := checkConfigs(ck); err != nil {
+		fmt.Fprintf(stdout, "invalid configuration: %v\n", err)
+	}
 	if len(ck.TrainConfig) > 0 {
 		fmt.Fprintf(stdout, "training settings:\n  %s\n", indent(ck.TrainConfig))
 	}

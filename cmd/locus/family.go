@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -156,6 +157,20 @@ func announceDataFiles(w io.Writer, ck *train.Checkpoint) {
 	if d.MNIST != "" {
 		fmt.Fprintf(w, "locus: reading MNIST from %s (data_config.mnist of %s)\n", d.MNIST, ck.Dir)
 	}
+}
+
+// checkConfigs validates a checkpoint's model and data configurations, as a resume
+// would, for the commands that do not build the model (export, inspect). A checkpoint
+// of a family this program does not know passes.
+func checkConfigs(ck *train.Checkpoint) error {
+	_, fam, err := checkpointFamily(ck)
+	if err != nil {
+		return nil
+	}
+	if err := fam.toFlags(ck.ModelConfig, ck.DataConfig, &trainFlags{}); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(ck.Dir, train.MetaFile), err)
+	}
+	return nil
 }
 
 // errNoData is the error of a session opened without a data configuration.

@@ -300,11 +300,23 @@ func TestSizesBeyondLimitsOrMemory(t *testing.T) {
 	} {
 		run := charRun(t)
 		editMeta(t, run, tc.section, tc.field, tc.value)
+		if tc.want == "more than the" {
+			editMeta(t, run, "model_config", "layers", 1024) // beyond any machine's memory
+		}
 		for _, args := range readers(run) {
-			if args[0] == "export" || args[0] == "inspect" {
-				continue // they read the weights, not the model
+			switch args[0] {
+			case "inspect": // lists what it can, and says what is wrong
+				code, stdout, _ := runCLI(t, args...)
+				if code != 0 || (tc.want != "more than the" && !strings.Contains(stdout, "invalid configuration")) {
+					t.Errorf("%v: exit %d, no word of the invalid configuration", args, code)
+				}
+			case "export":
+				if tc.want != "more than the" { // the weights fit; only a model would not
+					checkFails(t, 1, tc.want, args...)
+				}
+			default:
+				checkFails(t, 1, tc.want, args...)
 			}
-			checkFails(t, 1, tc.want, args...)
 		}
 	}
 }

@@ -181,7 +181,7 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if err := train.CheckMemory(fmt.Sprintf("transformer: a model of dim %d, %d layers, vocab %d and max_len %d", cfg.Dim, cfg.Layers, cfg.Vocab, cfg.MaxLen), 4*cfg.ParamEstimate()); err != nil {
+	if err := train.CheckMemory(fmt.Sprintf("transformer: a model of dim %d, %d layers, vocab %d and max_len %d", cfg.Dim, cfg.Layers, cfg.Vocab, cfg.MaxLen), 8*cfg.ParamEstimate()); err != nil { // values and gradients
 		return nil, err
 	}
 	kern, init := cfg.Kernel.Value(), cfg.Init
