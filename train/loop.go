@@ -159,6 +159,10 @@ type Loop struct {
 	// Out receives progress: a progress bar when it is a terminal, else one line per
 	// record (every LogEvery steps and at each evaluation). Nil: no output.
 	Out io.Writer
+	// OnStart, if set, is called by Run once it holds Dir's lock (LockFile), before the
+	// first step: the place for the caller's own files in the run directory, so that a
+	// run refused as concurrent writes none.
+	OnStart func() error
 
 	step           int
 	history        []Record
@@ -335,6 +339,11 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 		}
 		if err := cleanStale(l.Dir); err != nil {
 			return nil, fmt.Errorf("train: clean %s: %w", l.Dir, err)
+		}
+		if l.OnStart != nil {
+			if err := l.OnStart(); err != nil {
+				return nil, err
+			}
 		}
 		// The log restarts from the history, dropping lines written after the checkpoint
 		// a resumed run starts from.
@@ -629,7 +638,7 @@ func (l *Loop) stepRecords() []Record {
 // readHistory returns the records of the metrics log in dir up to step. A last line
 // cut short by a crash is skipped.
 func readHistory(dir string, step int) ([]Record, error) {
-	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	b, err := regularfile.ReadFile(filepath.Join(dir, MetricsFile), MaxMetaBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -192,6 +192,19 @@ func TestTwoTrainsIntoOneDirectory(t *testing.T) {
 	if len(ck.History) != 0 && ck.History[len(ck.History)-1].Step != 30 {
 		t.Errorf("history ends at step %d", ck.History[len(ck.History)-1].Step)
 	}
+	// The run file is the winner's, not the refused run's.
+	winner := uint64(1)
+	if codes[1] == 0 {
+		winner = 2
+	}
+	var rc struct {
+		Data struct {
+			Seed uint64 `json:"seed"`
+		} `json:"data_config"`
+	}
+	if b, err := os.ReadFile(filepath.Join(out, runConfigFile)); err != nil || json.Unmarshal(b, &rc) != nil || rc.Data.Seed != winner {
+		t.Errorf("%s holds seed %d, the run that trained has seed %d (%v)", runConfigFile, rc.Data.Seed, winner, err)
+	}
 }
 
 func TestTwoResumesOfOneRun(t *testing.T) {

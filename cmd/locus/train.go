@@ -362,9 +362,9 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 			return err
 		}
 	}
-	if err := writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st); err != nil {
-		return err
-	}
+	// The run file is written under the run directory's lock, so that of two trains
+	// started into one directory only the one that runs writes it.
+	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st) }
 	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s\n", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
 	ctx, stop := interruptible()
 	defer stop()
