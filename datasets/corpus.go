@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/locusml/locus/internal/regularfile"
 )
 
 // DefaultMaxBytes caps the text loaded by GoSourceCorpus when
@@ -188,12 +190,16 @@ func readText(path string, cfg CorpusConfig) ([]byte, int, error) {
 	return buf.Bytes(), files, nil
 }
 
-// readCapped reads at most limit bytes of the file at path (all if limit < 0).
+// MaxCorpusFile bounds a corpus file read without CorpusConfig.MaxBytes.
+const MaxCorpusFile = 1 << 30
+
+// readCapped reads at most limit bytes of the regular file at path (up to MaxCorpusFile
+// if limit < 0); a FIFO or device is refused rather than read.
 func readCapped(path string, limit int64) ([]byte, error) {
 	if limit < 0 {
-		return os.ReadFile(path)
+		return regularfile.ReadFile(path, MaxCorpusFile)
 	}
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path, math.MaxInt64)
 	if err != nil {
 		return nil, err
 	}

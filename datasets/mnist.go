@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/locusml/locus/internal/regularfile"
 )
 
 // MNIST file names, without the optional ".gz".
@@ -122,10 +124,13 @@ type idxData struct {
 	data []byte
 }
 
+// maxIDXFile bounds an IDX file (MNIST's largest, uncompressed, has 47 MB).
+const maxIDXFile = 1 << 30
+
 // readIDX reads an IDX file of unsigned bytes with the given magic number,
 // gunzipping it if it starts with the gzip header.
 func readIDX(path string, magic uint32) (*idxData, error) {
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path, maxIDXFile)
 	if err != nil {
 		return nil, fmt.Errorf("mnist: %w", err)
 	}

@@ -25,7 +25,7 @@ func (k *Cauchy) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
 
 // LogK returns -log(1 + ‖q − k‖² / h²). It panics if len(q) != len(k).
 func (Cauchy) LogK(q, k []float64, h float64) float64 {
-	return -math.Log1p(sqDist(q, k) / (h * h))
+	return -math.Log1p(scaledSqDist(q, k, h))
 }
 
 // Scores returns −log(1 + ‖q − k‖² / h²).

@@ -27,7 +27,7 @@ func (k *Epanechnikov) UnmarshalText(b []byte) error { return unmarshalTerm(b, k
 // LogK returns log(1 − ‖q − k‖² / h²), or -Inf outside the support
 // ‖q − k‖ < h. It panics if len(q) != len(k).
 func (Epanechnikov) LogK(q, k []float64, h float64) float64 {
-	u := sqDist(q, k) / (h * h)
+	u := scaledSqDist(q, k, h)
 	if u >= 1 {
 		return math.Inf(-1)
 	}

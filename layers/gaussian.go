@@ -23,7 +23,7 @@ func (k *Gaussian) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
 
 // LogK returns -‖q − k‖² / (2h²). It panics if len(q) != len(k).
 func (Gaussian) LogK(q, k []float64, h float64) float64 {
-	return -sqDist(q, k) / (2 * h * h)
+	return -0.5 * scaledSqDist(q, k, h)
 }
 
 // Scores returns −‖q − k‖² / (2h²), with the squared distances computed directly.

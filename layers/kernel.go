@@ -2,6 +2,7 @@ package layers
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/locusml/locus/autodiff"
 )
@@ -64,4 +65,36 @@ func sqDist(q, k []float64) float64 {
 		s += d * d
 	}
 	return s
+}
+
+// scaledSqDist returns ‖q − k‖² / h², dividing each coordinate by h before squaring so
+// that a bandwidth below 1e-154 (where h·h underflows to 0) still gives the right
+// score, +Inf far away and 0 at q = k, never 0/0.
+func scaledSqDist(q, k []float64, h float64) float64 {
+	checkLen(q, k)
+	var s float64
+	for i, v := range q {
+		d := (v - k[i]) / h
+		s += d * d
+	}
+	return s
+}
+
+// scaledDist returns ‖q − k‖ / h, without underflow or overflow of the squares when
+// the coordinates are finite: the largest |q_i − k_i| / h is factored out.
+func scaledDist(q, k []float64, h float64) float64 {
+	checkLen(q, k)
+	var scale float64
+	for i, v := range q {
+		scale = max(scale, math.Abs(v-k[i]))
+	}
+	if scale == 0 {
+		return 0
+	}
+	var s float64
+	for i, v := range q {
+		d := (v - k[i]) / scale
+		s += d * d
+	}
+	return scale / h * math.Sqrt(s)
 }

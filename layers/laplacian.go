@@ -1,8 +1,6 @@
 package layers
 
 import (
-	"math"
-
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/onnx"
 )
@@ -25,7 +23,7 @@ func (k *Laplacian) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
 
 // LogK returns -‖q − k‖ / h. It panics if len(q) != len(k).
 func (Laplacian) LogK(q, k []float64, h float64) float64 {
-	return -math.Sqrt(sqDist(q, k)) / h
+	return -scaledDist(q, k, h)
 }
 
 // Scores returns −‖q − k‖ / h; the gradient at q = k is the zero subgradient.

@@ -29,7 +29,7 @@ func (k *Tricube) UnmarshalText(b []byte) error { return unmarshalTerm(b, k) }
 // LogK returns 3·log(1 − u³) for u = ‖q − k‖ / h, or -Inf outside the support u < 1.
 // It panics if len(q) != len(k).
 func (Tricube) LogK(q, k []float64, h float64) float64 {
-	u := math.Sqrt(sqDist(q, k)) / h
+	u := scaledDist(q, k, h)
 	if u >= 1 {
 		return math.Inf(-1)
 	}

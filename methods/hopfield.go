@@ -32,7 +32,7 @@ func HopfieldUpdate(patterns [][]float64, xi []float64, beta float64) ([]float64
 }
 
 func hopfieldStep(patterns [][]float64, xi []float64, beta float64, w, out []float64) {
-	normalizedWeights(layers.Exponential{}, 1/beta, xi, patterns, w) // never all zero
+	_ = normalizedWeights(layers.Exponential{}, 1/beta, xi, patterns, w) // finite inputs: never all zero, never NaN
 	weightedMean(w, patterns, out)
 }
 

@@ -81,7 +81,7 @@ func KNNClassify(x [][]float64, labels []int, queries [][]float64, opts KNNOptio
 	if err != nil {
 		return nil, fmt.Errorf("knn classify: %w", err)
 	}
-	nc, err := checkLabels(labels, len(x), false)
+	dense, classes, err := denseLabels(labels, len(x), false)
 	if err != nil {
 		return nil, fmt.Errorf("knn classify: %w", err)
 	}
@@ -93,14 +93,14 @@ func KNNClassify(x [][]float64, labels []int, queries [][]float64, opts KNNOptio
 		return nil, fmt.Errorf("knn classify: %w", err)
 	}
 	idx, dist := make([]int, len(x)), make([]float64, len(x))
-	votes := make([]float64, nc)
+	votes := make([]float64, len(classes))
 	out := make([]int, len(queries))
 	for qi, q := range queries {
 		clear(votes)
 		for _, i := range nearest(x, q, k, -1, idx, dist) {
-			votes[labels[i]]++
+			votes[dense[i]]++
 		}
-		out[qi] = argmax(votes)
+		out[qi] = classes[argmax(votes)]
 	}
 	return out, nil
 }

@@ -24,7 +24,7 @@ type LabelPropagationOptions struct {
 // LabelPropagationResult is the outcome of LabelPropagation.
 type LabelPropagationResult struct {
 	Labels     []int       // argmax of Probs for every point (the given label for labelled ones)
-	Probs      [][]float64 // n × classes label probabilities
+	Probs      [][]float64 // n × classes label probabilities, a column per distinct label in increasing order
 	Iterations int         // sweeps done
 	Converged  bool        // whether the Tol criterion was met within MaxIter
 }
@@ -41,10 +41,11 @@ func LabelPropagation(points [][]float64, labels []int, opts LabelPropagationOpt
 	if _, err := checkPoints("points", points); err != nil {
 		return nil, fmt.Errorf("label propagation: %w", err)
 	}
-	nc, err := checkLabels(labels, len(points), true)
+	dense, classes, err := denseLabels(labels, len(points), true)
 	if err != nil {
 		return nil, fmt.Errorf("label propagation: %w", err)
 	}
+	nc := len(classes)
 	k, h, err := LocalMeanOptions{Kernel: opts.Kernel, Bandwidth: opts.Bandwidth}.resolve(points)
 	if err != nil {
 		return nil, fmt.Errorf("label propagation: %w", err)
@@ -88,7 +89,7 @@ func LabelPropagation(points [][]float64, labels []int, opts LabelPropagationOpt
 		kt[i] = row
 	}
 
-	p := oneHot(labels, nc)
+	p := oneHot(dense, nc)
 	for i, l := range labels {
 		if l == -1 {
 			for c := range p[i] {
@@ -96,7 +97,7 @@ func LabelPropagation(points [][]float64, labels []int, opts LabelPropagationOpt
 			}
 		}
 	}
-	next := oneHot(labels, nc)
+	next := oneHot(dense, nc)
 	res := &LabelPropagationResult{}
 	for res.Iterations < maxIter {
 		res.Iterations++
@@ -120,7 +121,7 @@ func LabelPropagation(points [][]float64, labels []int, opts LabelPropagationOpt
 	res.Probs = p
 	res.Labels = make([]int, n)
 	for i, row := range p {
-		res.Labels[i] = argmax(row)
+		res.Labels[i] = classes[argmax(row)]
 	}
 	return res, nil
 }

@@ -58,8 +58,8 @@ func (o LocalLinearOptions) resolve(x [][]float64) (layers.Kernel, float64, erro
 
 func localLinearFit(k layers.Kernel, h, ridge float64, x, y [][]float64, q []float64, w []float64) (*mat.Dense, error) {
 	d, m := len(x[0]), len(y[0])
-	if !normalizedWeights(k, h, q, x, w) {
-		return nil, ErrZeroWeights
+	if err := normalizedWeights(k, h, q, x, w); err != nil {
+		return nil, err
 	}
 	a := mat.NewSymDense(d+1, nil)
 	b := mat.NewDense(d+1, m, nil)
@@ -205,8 +205,8 @@ func LocalFit(x, y [][]float64, query []float64, loss LossFunc, opts LocalFitOpt
 		return LocalFitResult{}, fmt.Errorf("local fit: invalid LearningRate %v, MaxIter %d or Tol %v", lr, maxIter, tol)
 	}
 	w := make([]float64, len(x))
-	if !normalizedWeights(k, h, query, x, w) {
-		return LocalFitResult{}, fmt.Errorf("local fit: %w", ErrZeroWeights)
+	if err := normalizedWeights(k, h, query, x, w); err != nil {
+		return LocalFitResult{}, fmt.Errorf("local fit: %w", err)
 	}
 	theta := append([]float64(nil), opts.Init...)
 	grad := make([]float64, len(theta))

@@ -1,6 +1,7 @@
 package methods
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -74,24 +75,41 @@ func DefaultBandwidth(x [][]float64) float64 {
 }
 
 // normalizedWeights sets w[i] to the normalised weight softmax_i(log K(q, keys[i]))
-// using a log-sum-exp, and reports false (w all zero) when every weight is zero.
-func normalizedWeights(k layers.Kernel, h float64, q []float64, keys [][]float64, w []float64) bool {
-	return !math.IsInf(logNormalize(k, h, q, keys, w), -1)
+// using a log-sum-exp. It returns ErrZeroWeights (w all zero) when every weight is zero
+// and ErrNaNScore when a kernel score is NaN.
+func normalizedWeights(k layers.Kernel, h float64, q []float64, keys [][]float64, w []float64) error {
+	switch l := logNormalize(k, h, q, keys, w); {
+	case math.IsNaN(l):
+		return ErrNaNScore
+	case math.IsInf(l, -1):
+		return ErrZeroWeights
+	}
+	return nil
 }
 
+// ErrNaNScore is returned when a kernel score is NaN (an infinite distance against an
+// infinite bandwidth, say): no weight can be computed, and silently dropping the
+// point would give a wrong answer.
+var ErrNaNScore = errors.New("a kernel score is NaN")
+
 // logNormalize is normalizedWeights that returns log Σ_i K(q, keys[i]), the
-// log of the kernel mass (-Inf when every weight is zero).
+// log of the kernel mass (-Inf when every weight is zero, NaN with w all zero when a
+// score is NaN).
 func logNormalize(k layers.Kernel, h float64, q []float64, keys [][]float64, w []float64) float64 {
 	best := math.Inf(-1)
 	for i, key := range keys {
 		w[i] = k.LogK(q, key, h)
+		if math.IsNaN(w[i]) {
+			clear(w)
+			return math.NaN()
+		}
 		best = max(best, w[i])
 	}
 	if math.IsInf(best, -1) {
 		clear(w)
 		return best
 	}
-	if math.IsInf(best, 1) || math.IsNaN(best) {
+	if math.IsInf(best, 1) {
 		// An infinite score (e.g. the exponential kernel overflowing) takes
 		// all the weight, shared among the keys that reach it.
 		var count float64
@@ -141,11 +159,11 @@ func localMeans(k layers.Kernel, h float64, empty EmptyPolicy, x, values, querie
 	w := make([]float64, len(x))
 	for qi, q := range queries {
 		out[qi] = flat[qi*m : (qi+1)*m : (qi+1)*m]
-		if !normalizedWeights(k, h, q, x, w) {
-			if empty == EmptyError {
-				return nil, fmt.Errorf("query %d: %w", qi, ErrZeroWeights)
+		if err := normalizedWeights(k, h, q, x, w); err != nil {
+			if errors.Is(err, ErrZeroWeights) && empty != EmptyError {
+				continue
 			}
-			continue
+			return nil, fmt.Errorf("query %d: %w", qi, err)
 		}
 		weightedMean(w, values, out[qi])
 	}
@@ -205,8 +223,9 @@ func argmax(v []float64) int {
 }
 
 // LocalMode classifies each query by its local mode: the local mean of the
-// one-hot labels (the class probabilities, returned as probs, one row of
-// length max(labels)+1 per query), then argmax, the smallest class on ties.
+// one-hot labels (the class probabilities, returned as probs, one row per query with
+// one column per distinct label, in increasing order), then argmax, the smallest class
+// on ties.
 // Labels must be >= 0. A query where every weight is zero gets all-zero
 // probabilities and class 0 (EmptyZero) or an error (EmptyError).
 func LocalMode(x [][]float64, labels []int, queries [][]float64, opts LocalMeanOptions) (classes []int, probs [][]float64, err error) {
@@ -214,7 +233,7 @@ func LocalMode(x [][]float64, labels []int, queries [][]float64, opts LocalMeanO
 	if err != nil {
 		return nil, nil, fmt.Errorf("local mode: %w", err)
 	}
-	nc, err := checkLabels(labels, len(x), false)
+	dense, labelSet, err := denseLabels(labels, len(x), false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("local mode: %w", err)
 	}
@@ -225,13 +244,13 @@ func LocalMode(x [][]float64, labels []int, queries [][]float64, opts LocalMeanO
 	if err != nil {
 		return nil, nil, fmt.Errorf("local mode: %w", err)
 	}
-	probs, err = localMeans(k, h, opts.Empty, x, oneHot(labels, nc), queries)
+	probs, err = localMeans(k, h, opts.Empty, x, oneHot(dense, len(labelSet)), queries)
 	if err != nil {
 		return nil, nil, fmt.Errorf("local mode: %w", err)
 	}
 	classes = make([]int, len(queries))
 	for i, p := range probs {
-		classes[i] = argmax(p)
+		classes[i] = labelSet[argmax(p)]
 	}
 	return classes, probs, nil
 }

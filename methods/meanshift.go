@@ -18,7 +18,12 @@ func (Flat) Name() string { return "flat" }
 
 // LogK returns 0 where ‖q − k‖ <= h and math.Inf(-1) elsewhere.
 func (Flat) LogK(q, k []float64, h float64) float64 {
-	if sqDist(q, k) <= h*h {
+	var u float64 // ‖q − k‖² / h², per coordinate so that h·h cannot underflow
+	for i, v := range q {
+		d := (v - k[i]) / h
+		u += d * d
+	}
+	if u <= 1 {
 		return 0
 	}
 	return math.Inf(-1)
@@ -75,6 +80,13 @@ func MeanShift(points [][]float64, opts MeanShiftOptions) (*MeanShiftResult, err
 			return nil, fmt.Errorf("meanshift: %w", err)
 		}
 		if h == 0 {
+			q := opts.Quantile
+			if q == 0 {
+				q = 0.3
+			}
+			if n := len(points); int(float64(n)*q) < 2 {
+				return nil, fmt.Errorf("meanshift: cannot estimate a bandwidth from %d points with quantile %g (each point's nearest neighbour would be itself; need at least %d points); set Bandwidth", n, q, int(math.Ceil(2/q)))
+			}
 			return nil, fmt.Errorf("meanshift: estimated bandwidth is 0 (too many duplicate points); set Bandwidth")
 		}
 	}
@@ -108,6 +120,9 @@ func MeanShift(points [][]float64, opts MeanShiftOptions) (*MeanShiftResult, err
 		intensity := math.Inf(-1)
 		for it := 0; it < maxIter; it++ {
 			intensity = logNormalize(kern, h, x, points, w)
+			if math.IsNaN(intensity) {
+				return nil, fmt.Errorf("meanshift: point %d: %w", len(modes), ErrNaNScore)
+			}
 			if math.IsInf(intensity, -1) {
 				break // no point in the kernel's support: x stays put
 			}

@@ -96,7 +96,10 @@ func NonLocalMeans(img [][]float64, opts NLMeansOptions) ([][]float64, error) {
 					vals = append(vals, img[qr][qc:qc+1])
 				}
 			}
-			if !normalizedWeights(kern, opts.Bandwidth, patches[r*cols+c], keys, w[:len(keys)]) {
+			if err := normalizedWeights(kern, opts.Bandwidth, patches[r*cols+c], keys, w[:len(keys)]); err != nil {
+				if errors.Is(err, ErrNaNScore) {
+					return nil, fmt.Errorf("nl-means: pixel (%d, %d): %w", r, c, err)
+				}
 				out[r][c] = img[r][c]
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrZeroWeights is returned (wrapped, with the query's index) when every
@@ -70,23 +71,35 @@ func checkBandwidth(h float64) error {
 	return nil
 }
 
-// checkLabels checks that labels has n entries in [0, ∞) (or -1 where
-// allowUnlabelled) and returns the number of classes, max label + 1.
-func checkLabels(labels []int, n int, allowUnlabelled bool) (int, error) {
+// denseLabels checks that labels has n entries >= 0 (or -1 where allowUnlabelled) and
+// maps them to dense class indices: classes lists the distinct labels in increasing
+// order and dense[i] is the index of labels[i] in classes (-1 for unlabelled), so that
+// memory grows with the number of classes, not with the largest label.
+func denseLabels(labels []int, n int, allowUnlabelled bool) (dense, classes []int, err error) {
 	if len(labels) != n {
-		return 0, fmt.Errorf("%d labels for %d points", len(labels), n)
+		return nil, nil, fmt.Errorf("%d labels for %d points", len(labels), n)
 	}
-	classes := 0
 	for i, l := range labels {
 		if l < 0 && !(allowUnlabelled && l == -1) {
-			return 0, fmt.Errorf("label %d is %d", i, l)
+			return nil, nil, fmt.Errorf("label %d is %d", i, l)
 		}
-		classes = max(classes, l+1)
+		if l >= 0 {
+			classes = append(classes, l)
+		}
 	}
-	if classes == 0 {
-		return 0, errors.New("no labelled points")
+	if len(classes) == 0 {
+		return nil, nil, errors.New("no labelled points")
 	}
-	return classes, nil
+	slices.Sort(classes)
+	classes = slices.Compact(classes)
+	dense = make([]int, n)
+	for i, l := range labels {
+		dense[i] = -1
+		if l >= 0 {
+			dense[i], _ = slices.BinarySearch(classes, l)
+		}
+	}
+	return dense, classes, nil
 }
 
 func sqDist(a, b []float64) float64 {

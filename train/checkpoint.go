@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/optim"
 	"gorgonia.org/tensor"
 )
@@ -232,17 +233,27 @@ func saveCheckpoint(dir string, ck *Checkpoint) error {
 	})
 }
 
+// Size limits of the files LoadCheckpoint reads: bigger files are refused before they are
+// read, so that a damaged or hostile checkpoint cannot exhaust memory.
+const (
+	MaxMetaBytes   = 256 << 20 // MetaFile (the history included)
+	MaxTensorBytes = 64 << 30  // ModelFile, OptimizerFile
+	maxLatestBytes = 4 << 10   // LatestFile
+)
+
 // LoadCheckpoint reads a checkpoint. path is either a checkpoint directory (holding
 // MetaFile) or a run directory, whose LatestFile names the checkpoint to load. Every
 // tensor file is checked against the size and SHA-256 recorded in MetaFile, so a
-// truncated or corrupted file is an error that names it.
+// truncated or corrupted file is an error that names it. Only regular files are read
+// (a FIFO or a symlink to a device is refused), each up to its size limit, and weights
+// or optimizer state that are not finite are refused with the tensor's name.
 func LoadCheckpoint(path string) (*Checkpoint, error) {
 	dir, err := resolveCheckpointDir(path)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s: %w", path, err)
 	}
 	metaPath := filepath.Join(dir, MetaFile)
-	b, err := os.ReadFile(metaPath)
+	b, err := regularfile.ReadFile(metaPath, MaxMetaBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint %s: %w", dir, err)
 	}
@@ -296,26 +307,37 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 
 // readChecked reads a safetensors file after checking its size and checksum.
 func readChecked(file string, info fileInfo) (map[string]*tensor.Dense, error) {
-	buf, err := os.ReadFile(file)
+	f, size, err := regularfile.Open(file, MaxTensorBytes)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errors.New("file is missing")
 		}
 		return nil, err
 	}
-	if int64(len(buf)) != info.Size {
+	defer f.Close()
+	if size != info.Size {
 		what := "corrupted"
-		if int64(len(buf)) < info.Size {
+		if size < info.Size {
 			what = "truncated"
 		}
-		return nil, fmt.Errorf("%s file: %d bytes, %s records %d", what, len(buf), MetaFile, info.Size)
+		return nil, fmt.Errorf("%s file: %d bytes, %s records %d", what, size, MetaFile, info.Size)
+	}
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, fmt.Errorf("read: %w", err)
 	}
 	sum := sha256.Sum256(buf)
 	if got := hex.EncodeToString(sum[:]); got != info.SHA256 {
 		return nil, fmt.Errorf("corrupted file: SHA-256 %s does not match %s recorded in %s", got[:12], shortHash(info.SHA256), MetaFile)
 	}
 	ts, _, err := decodeSafetensors(buf)
-	return ts, err
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite(ts); err != nil {
+		return nil, fmt.Errorf("damaged values: %w", err)
+	}
+	return ts, nil
 }
 
 func shortHash(h string) string {
@@ -330,13 +352,16 @@ func resolveCheckpointDir(path string) (string, error) {
 	if _, err := os.Stat(filepath.Join(path, MetaFile)); err == nil {
 		return path, nil
 	}
-	b, err := os.ReadFile(filepath.Join(path, LatestFile))
+	b, err := regularfile.ReadFile(filepath.Join(path, LatestFile), maxLatestBytes)
 	if err == nil {
 		name := strings.TrimSpace(string(b))
 		if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
 			return "", fmt.Errorf("%s holds %q, not the name of a checkpoint directory", LatestFile, name)
 		}
 		return filepath.Join(path, name), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
 	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if old := findOld(path); old != "" {

@@ -36,6 +36,7 @@
 //		                       "bandwidth.blocks.0.attn.head1":3.9
 //		loss.png               training and validation loss against the step (PlotLoss)
 //		bandwidths.png         the bandwidth.* metrics against the step, when recorded
+//		LOCK                   while a Loop runs: its pid (an flock, released when it dies)
 //
 // # Checkpoints
 //

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/optim"
 	"gorgonia.org/tensor"
 )
@@ -168,6 +169,10 @@ type Loop struct {
 	// Out receives progress: a progress bar when it is a terminal, else one line per
 	// record (every LogEvery steps and at each evaluation). Nil: no output.
 	Out io.Writer
+	// OnStart, if set, is called by Run once it holds Dir's lock (LockFile), before the
+	// first step: the place for the caller's own files in the run directory, so that a
+	// run refused as concurrent writes none.
+	OnStart func() error
 
 	step           int
 	history        []Record
@@ -182,6 +187,8 @@ type Loop struct {
 	trainConfig    json.RawMessage
 	out            printer
 	forceBar       bool // tests: draw the bar even when Out is not a terminal
+	resumed        bool
+	resumedLatest  string // LatestFile's content in Dir when Resume read the checkpoint
 
 	// Throughput and last-step values; not saved.
 	windowItems int
@@ -286,11 +293,18 @@ func (l *Loop) bestMode() string {
 // stops training with an error wrapping ErrDiverged that names the step, without a
 // checkpoint. The Summary is returned with the error when training started.
 //
-// A Loop that was not resumed refuses to start in a Dir that already holds a run (a
-// LatestFile), rather than mixing two runs' checkpoints and logs.
+// Run holds the lock of Dir (LockFile) while it runs: a second Loop or process training
+// in the same Dir gets an error wrapping ErrRunInUse that names the holder's pid, and a
+// lock left by a killed process is taken over. A Loop that was not resumed refuses to
+// start in a Dir that already holds a run (a LatestFile), and a resumed one refuses if
+// another run moved LatestFile since Resume, rather than mixing two runs' checkpoints
+// and logs.
 func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
+	}
+	if l.step > l.Steps {
+		return nil, fmt.Errorf("train: the run was resumed at step %d, beyond Steps %d: Steps counts from the start of the run, so nothing is left to train (ask for more than %d steps)", l.step, l.Steps, l.step)
 	}
 	var err error
 	if l.modelConfig, err = marshalConfig("ModelConfig", l.ModelConfig); err != nil {
@@ -318,16 +332,29 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if l.Dir != "" {
-		if l.step == 0 && l.lastCheckpoint == "" {
-			if _, err := os.Stat(filepath.Join(l.Dir, LatestFile)); err == nil {
-				return nil, fmt.Errorf("train: %s already holds a run (it has a %s file): call Resume to continue it, or choose another Dir", l.Dir, LatestFile)
-			}
-		}
 		if err := os.MkdirAll(l.Dir, 0o755); err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
+		lock, err := lockRunDir(l.Dir)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.unlock()
+		// Under the lock, so that of two runs started together exactly one trains.
+		latest := readLatest(l.Dir)
+		if l.step == 0 && l.lastCheckpoint == "" && latest != "" {
+			return nil, fmt.Errorf("train: %s already holds a run (it has a %s file): call Resume to continue it, or choose another Dir", l.Dir, LatestFile)
+		}
+		if l.resumed && latest != l.resumedLatest {
+			return nil, fmt.Errorf("train: %s: %s moved from %q to %q since Resume read it (another process trained there): resume again", l.Dir, LatestFile, l.resumedLatest, latest)
+		}
 		if err := cleanStale(l.Dir); err != nil {
 			return nil, fmt.Errorf("train: clean %s: %w", l.Dir, err)
+		}
+		if l.OnStart != nil {
+			if err := l.OnStart(); err != nil {
+				return nil, err
+			}
 		}
 		// The log restarts from the history, dropping lines written after the checkpoint
 		// a resumed run starts from.
@@ -630,7 +657,7 @@ func (l *Loop) stepRecords() []Record {
 // readHistory returns the records of the metrics log in dir up to step. A last line
 // cut short by a crash is skipped.
 func readHistory(dir string, step int) ([]Record, error) {
-	b, err := os.ReadFile(filepath.Join(dir, MetricsFile))
+	b, err := regularfile.ReadFile(filepath.Join(dir, MetricsFile), MaxMetaBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -652,6 +679,15 @@ func readHistory(dir string, step int) ([]Record, error) {
 		}
 	}
 	return out, nil
+}
+
+// readLatest returns the content of dir's LatestFile, or "" if it has none.
+func readLatest(dir string) string {
+	b, err := regularfile.ReadFile(filepath.Join(dir, LatestFile), maxLatestBytes)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // stepDirName is the name of the checkpoint of a step.
@@ -680,6 +716,17 @@ func (l *Loop) checkpoint() error {
 	ck, err := l.snapshot()
 	if err != nil {
 		return err
+	}
+	// A NaN in the weights with a finite loss (an optimizer state gone bad) must not
+	// reach a checkpoint that LATEST points at.
+	for _, ts := range []map[string]*tensor.Dense{ck.Params, ck.Optimizer} {
+		if err := checkFinite(ts); err != nil {
+			where := "no checkpoint was saved"
+			if l.lastCheckpoint != "" {
+				where = "the last checkpoint is " + l.lastCheckpoint
+			}
+			return fmt.Errorf("train: step %d: %v; stopping without saving (%s): %w", l.step, err, where, ErrDiverged)
+		}
 	}
 	name := stepDirName(l.step)
 	dir := filepath.Join(l.Dir, name)
@@ -897,6 +944,7 @@ func (l *Loop) Resume(path string) error {
 	if l.Dir == "" {
 		l.Dir = filepath.Dir(ck.Dir)
 	}
+	l.resumed, l.resumedLatest = true, readLatest(l.Dir)
 	l.bestParams = nil
 	if l.state.BestStep > 0 {
 		if err := l.loadBest(); err != nil {

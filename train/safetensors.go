@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
 
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/nlpodyssey/safetensors"
 	"gorgonia.org/tensor"
 )
@@ -38,7 +38,7 @@ func ExportSafetensors(path string, tensors map[string]*tensor.Dense, metadata m
 // other dtypes are an error naming the tensor. Errors name the file, and a file shorter
 // than its header says is reported as truncated.
 func ReadSafetensors(path string) (map[string]*tensor.Dense, map[string]string, error) {
-	buf, err := os.ReadFile(path)
+	buf, err := regularfile.ReadFile(path, MaxTensorBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read safetensors: %w", err)
 	}
@@ -195,6 +195,9 @@ func checkLength(buf []byte) error {
 		if err := json.Unmarshal(raw, &info); err != nil || len(info.DataOffsets) != 2 {
 			return fmt.Errorf("corrupted file: tensor %q: bad header entry %s", name, raw)
 		}
+		if info.DataOffsets[0] > info.DataOffsets[1] || info.DataOffsets[1] > uint64(len(buf)) {
+			return fmt.Errorf("truncated file: %d bytes, but tensor %q ends at data offset %d", len(buf), name, info.DataOffsets[1])
+		}
 		end = max(end, info.DataOffsets[1])
 	}
 	if want := 8 + n + end; uint64(len(buf)) < want {
@@ -206,15 +209,21 @@ func checkLength(buf []byte) error {
 // decodeTensor copies a view's bytes into a new tensor.
 func decodeTensor(tv safetensors.TensorView) (*tensor.Dense, error) {
 	shape := make([]int, len(tv.Shape()))
+	b := tv.Data()
 	n := 1
 	for i, d := range tv.Shape() {
-		if d > math.MaxInt32 {
-			return nil, fmt.Errorf("dimension %d too large", d)
+		// The elements must fit in the tensor's bytes: this bounds the product, so it
+		// cannot overflow, and the allocation below by the file's size.
+		if d > uint64(len(b)) || (d > 0 && uint64(n) > uint64(len(b))/d) {
+			return nil, fmt.Errorf("shape %v does not fit in %d bytes", tv.Shape(), len(b))
 		}
 		shape[i] = int(d)
 		n *= int(d)
 	}
-	b := tv.Data()
+	size := map[safetensors.DType]int{safetensors.F32: 4, safetensors.F64: 8, safetensors.I64: 8}[tv.DType()]
+	if size > 0 && n*size != len(b) {
+		return nil, fmt.Errorf("shape %v of %v needs %d bytes, the file has %d", tv.Shape(), tv.DType(), n*size, len(b))
+	}
 	var backing any
 	switch tv.DType() {
 	case safetensors.F32:

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/onnx"
 	"github.com/locusml/locus/train"
@@ -35,11 +36,16 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 {
 		return usageErrorf("-n must be > 0, got %d", *n)
 	}
-	ld, err := fromCheckpoint(*ckpt)
+	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
 		return err
 	}
-	met, err := ld.sess.metrics(ld.run, *n, *seed)
+	ctx, stop := interruptible()
+	defer stop()
+	met, err := ld.sess.metrics(ctx, ld.run, *n, *seed)
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: evaluation interrupted", ld.ck.Dir)
+	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", ld.ck.Dir, err)
 	}
@@ -79,6 +85,9 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	}
 	ck, err := openCheckpoint(*ckpt)
 	if err != nil {
+		return err
+	}
+	if err := checkConfigs(ck); err != nil {
 		return err
 	}
 	var n int
@@ -197,6 +206,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "checkpoint %s\n  step %d, written by locus %s (%s)\n", ck.Dir, ck.Step, ck.Versions.Locus, ck.Versions.Go)
 	fmt.Fprintf(stdout, "model family %s, config:\n  %s\ndata config:\n  %s\n", family, indent(ck.ModelConfig), indent(ck.DataConfig))
+	if err := checkConfigs(ck); err != nil {
+		fmt.Fprintf(stdout, "invalid configuration: %v\n", err)
+	}
 	if len(ck.TrainConfig) > 0 {
 		fmt.Fprintf(stdout, "training settings:\n  %s\n", indent(ck.TrainConfig))
 	}
@@ -223,7 +235,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	if *plot != "" {
 		src := filepath.Join(filepath.Dir(ck.Dir), train.PlotFile)
-		png, err := os.ReadFile(src)
+		png, err := regularfile.ReadFile(src, 64<<20)
 		if err != nil {
 			return fmt.Errorf("loss curve: %w", err)
 		}
@@ -254,7 +266,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 {
 		return usageErrorf("-n must be > 0, got %d", *n)
 	}
-	ld, err := fromCheckpoint(*ckpt)
+	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
 		return err
 	}
@@ -278,7 +290,12 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gen, err := dec.Generate(nil, ids, *n, smp, -1, rand.New(rand.NewPCG(*seed, 0)))
+	ctx, stop := interruptible()
+	defer stop()
+	gen, err := dec.GenerateContext(ctx, nil, ids, *n, smp, -1, rand.New(rand.NewPCG(*seed, 0)))
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: sampling interrupted", ld.ck.Dir)
+	}
 	if err != nil {
 		return err
 	}

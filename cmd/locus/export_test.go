@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,7 +231,7 @@ func TestONNXGreedyMatchesSample(t *testing.T) {
 				t.Fatalf("export: exit %d\n%s", code, stderr)
 			}
 			ortrun.CheckFiles(t, model)
-			ld, err := fromCheckpoint(run)
+			ld, err := fromCheckpoint(run, io.Discard)
 			if err != nil {
 				t.Fatal(err)
 			}

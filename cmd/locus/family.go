@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -38,8 +40,9 @@ type session interface {
 	dataConfig() any
 	// trainData returns the training batches.
 	trainData() (train.Data, error)
-	// metrics evaluates the model run by m on n fresh validation examples.
-	metrics(m *autodiff.Model, n int, seed uint64) (train.Metrics, error)
+	// metrics evaluates the model run by m on n fresh validation examples, stopping
+	// with ctx.Err() once ctx is done.
+	metrics(ctx context.Context, m *autodiff.Model, n int, seed uint64) (train.Metrics, error)
 	// bestMetric names the metric that selects the best checkpoint; itemsName what a
 	// batch counts.
 	bestMetric() string
@@ -101,8 +104,9 @@ type loaded struct {
 	run    *autodiff.Model
 }
 
-// fromCheckpoint opens the checkpoint at path.
-func fromCheckpoint(path string) (*loaded, error) {
+// fromCheckpoint opens the checkpoint at path. The data files its data configuration
+// names are announced on note before they are read.
+func fromCheckpoint(path string, note io.Writer) (*loaded, error) {
 	if path == "" {
 		return nil, usageErrorf("missing -ckpt DIR")
 	}
@@ -110,6 +114,7 @@ func fromCheckpoint(path string) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	announceDataFiles(note, ck)
 	name, fam, err := checkpointFamily(ck)
 	if err != nil {
 		return nil, err
@@ -132,6 +137,40 @@ func fromCheckpoint(path string) (*loaded, error) {
 		}
 	}
 	return &loaded{ck: ck, family: name, sess: s, params: ps, run: run}, nil
+}
+
+// announceDataFiles says which files a checkpoint's data configuration makes this
+// program read (a corpus, an MNIST folder): a checkpoint from someone else must not
+// make Locus read files without a word. Corpora are also checked against the digest
+// recorded at training time (transformer.DataConfig.CorpusSHA256).
+func announceDataFiles(w io.Writer, ck *train.Checkpoint) {
+	var d struct {
+		Corpus string `json:"corpus"`
+		MNIST  string `json:"mnist"`
+	}
+	if json.Unmarshal(ck.DataConfig, &d) != nil {
+		return
+	}
+	if d.Corpus != "" {
+		fmt.Fprintf(w, "locus: reading the corpus %s (data_config.corpus of %s)\n", d.Corpus, ck.Dir)
+	}
+	if d.MNIST != "" {
+		fmt.Fprintf(w, "locus: reading MNIST from %s (data_config.mnist of %s)\n", d.MNIST, ck.Dir)
+	}
+}
+
+// checkConfigs validates a checkpoint's model and data configurations, as a resume
+// would, for the commands that do not build the model (export, inspect). A checkpoint
+// of a family this program does not know passes.
+func checkConfigs(ck *train.Checkpoint) error {
+	_, fam, err := checkpointFamily(ck)
+	if err != nil {
+		return nil
+	}
+	if err := fam.toFlags(ck.ModelConfig, ck.DataConfig, &trainFlags{}); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(ck.Dir, train.MetaFile), err)
+	}
+	return nil
 }
 
 // errNoData is the error of a session opened without a data configuration.

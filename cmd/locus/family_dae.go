@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/models/dae"
+	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
 )
 
@@ -24,6 +26,14 @@ type mnistData struct {
 	MNIST string `json:"mnist,omitempty"` // the IDX folder; "" is the GoMNIST module
 	Batch int    `json:"batch"`
 	Seed  uint64 `json:"seed"`
+}
+
+// validate reports the first invalid field of a saved MNIST data configuration.
+func (d mnistData) validate() error {
+	if d.Batch <= 0 || d.Batch > transformer.MaxBatch {
+		return fmt.Errorf("data config: batch %d, want 1 to %d", d.Batch, transformer.MaxBatch)
+	}
+	return nil
 }
 
 func (daeFamily) kinds() []string { return []string{dae.KindMLP, dae.KindLocalized} }
@@ -61,6 +71,9 @@ func (daeFamily) toFlags(model, data json.RawMessage, f *trainFlags) error {
 		if err := json.Unmarshal(data, &d); err != nil {
 			return fmt.Errorf("data config: %w", err)
 		}
+		if err := d.validate(); err != nil {
+			return err
+		}
 	}
 	f.model, f.task, f.noise, f.sigma = cfg.Kind, "mnist", cfg.Noise, cfg.Sigma
 	if cfg.Kernel != nil {
@@ -79,6 +92,9 @@ func (daeFamily) open(model, data json.RawMessage, ps *autodiff.Params) (session
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &s.data); err != nil {
 			return nil, fmt.Errorf("data config: %w", err)
+		}
+		if err := s.data.validate(); err != nil {
+			return nil, err
 		}
 		dir := s.data.MNIST
 		if dir == "" {
@@ -123,13 +139,13 @@ func (s *daeSession) trainData() (train.Data, error) {
 
 // metrics is the test MSE of the model's output against the clean image, for clean
 // inputs and for inputs corrupted by the model's noise, over the first n test images.
-func (s *daeSession) metrics(_ *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
+func (s *daeSession) metrics(ctx context.Context, _ *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
 	if s.mnist == nil {
 		return nil, errNoData("evaluation")
 	}
 	imgs := s.mnist.Test
 	n = min(n, imgs.N)
-	return dae.Metrics(s.model, imgs.Pixels[:n*imgs.Rows*imgs.Cols], s.model.Noise(), seed)
+	return dae.Metrics(ctx, s.model, imgs.Pixels[:n*imgs.Rows*imgs.Cols], s.model.Noise(), seed)
 }
 
 func (s *daeSession) bestMetric() string { return train.ValPrefix + dae.MetricMSEClean }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,6 +78,9 @@ func (transformerFamily) toFlags(model, data json.RawMessage, f *trainFlags) err
 		if err := train.DecodeConfig(data, &d); err != nil {
 			return fmt.Errorf("data config: %w", err)
 		}
+		if err := d.Validate(); err != nil {
+			return err
+		}
 	}
 	f.model, f.task, f.arch = "transformer", d.Task, cfg.Arch
 	f.kernel, f.bandwidth, f.positions = cfg.Kernel, cfg.Bandwidth, cfg.Positions
@@ -143,11 +147,11 @@ func (s *transformerSession) trainData() (train.Data, error) {
 	return s.data.Train(s.cfg.Arch, s.data.Config.Seed+1)
 }
 
-func (s *transformerSession) metrics(m *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
+func (s *transformerSession) metrics(ctx context.Context, m *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
 	if s.data == nil {
 		return nil, errNoData("evaluation")
 	}
-	return s.data.Metrics(m, s.cfg.Arch, n, seed)
+	return s.data.Metrics(ctx, m, s.cfg.Arch, n, seed)
 }
 
 func (s *transformerSession) bestMetric() string { return train.ValPrefix + transformer.MetricLoss }

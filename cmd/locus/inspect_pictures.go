@@ -39,7 +39,7 @@ func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
 	if !f.attention && (f.input != "" || f.example >= 0) {
 		return usageErrorf("-input and -example go with -attention")
 	}
-	ld, err := fromCheckpoint(ckpt)
+	ld, err := fromCheckpoint(ckpt, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/methods"
 )
@@ -14,11 +16,14 @@ func init() {
 	register("nw", "Nadaraya-Watson regression: fit x,y rows of a CSV, predict at query rows", runNW)
 }
 
+// maxCSVBytes bounds the CSV files of meanshift and nw.
+const maxCSVBytes = 1 << 30
+
 func readCSVFile(path string) ([]string, [][]float64, error) {
 	if path == "" {
 		return nil, nil, usageErrorf("missing -in FILE")
 	}
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path, maxCSVBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,7 +155,11 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	pred, err := methods.NadarayaWatson(x, y, queries, methods.LocalMeanOptions{Kernel: k, Bandwidth: *bw})
+	// A query no training point reaches is an error, not a silent row of zeros.
+	pred, err := methods.NadarayaWatson(x, y, queries, methods.LocalMeanOptions{Kernel: k, Bandwidth: *bw, Empty: methods.EmptyError})
+	if errors.Is(err, methods.ErrZeroWeights) {
+		return fmt.Errorf("%w: no training point is within the kernel's reach (raise -bandwidth)", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usageErrorf("missing -out FILE")
 	}
-	ld, err := fromCheckpoint(*ckpt)
+	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
 		return err
 	}

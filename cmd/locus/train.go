@@ -10,14 +10,12 @@ import (
 	"io"
 	iofs "io/fs"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
@@ -111,6 +109,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		if name, fam, err = checkpointFamily(ck); err != nil {
 			return err
 		}
+		announceDataFiles(stderr, ck)
 		if _, err := f.takeFrom(fs, savedRun{fam, ck.ModelConfig, ck.DataConfig, ck.TrainConfig, ck.Dir}, true); err != nil {
 			return err
 		}
@@ -352,7 +351,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	seed := f.seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
-		Eval:    func(context.Context) (train.Metrics, error) { return s.metrics(run, st.EvalN, seed+2) },
+		Eval:    func(ctx context.Context) (train.Metrics, error) { return s.metrics(ctx, run, st.EvalN, seed+2) },
 		Observe: bandwidthObserver(s, run, seed+4),
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
@@ -363,11 +362,11 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 			return err
 		}
 	}
-	if err := writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st); err != nil {
-		return err
-	}
+	// The run file is written under the run directory's lock, so that of two trains
+	// started into one directory only the one that runs writes it.
+	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st) }
 	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s\n", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible()
 	defer stop()
 	sum, err := loop.Run(ctx)
 	if err != nil {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -33,7 +34,7 @@ func main() {
 	model, err := transformer.New(cfg, ps)
 	check(err)
 	check(ck.ApplyParams(ps))
-	met, err := transformer.TaskMetrics(autodiff.NewModel(ps, model.Builder(), 0), task, datasets.Aligned, 1000, 7)
+	met, err := transformer.TaskMetrics(context.Background(), autodiff.NewModel(ps, model.Builder(), 0), task, datasets.Aligned, 1000, 7)
 	check(err)
 	fmt.Printf("%s step %d: loss %.4f, token accuracy %.4f, sequence accuracy %.4f\n",
 		ck.Dir, ck.Step, met[transformer.MetricLoss], met[transformer.MetricTokenAcc], met[transformer.MetricSeqAcc])

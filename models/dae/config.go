@@ -2,8 +2,10 @@ package dae
 
 import (
 	"fmt"
-	"github.com/locusml/locus/layers"
+	"math"
 	"strings"
+
+	"github.com/locusml/locus/layers"
 )
 
 // Model kinds accepted by Config.Kind.
@@ -77,10 +79,28 @@ func DefaultLocalizedConfig() Config {
 	}
 }
 
+// Size limits of Validate: far above MNIST's models, low enough that a mistyped size is
+// an error instead of an out-of-memory crash.
+const (
+	MaxWidth  = 1 << 16 // In, each hidden width, Prototypes, Heads, Width
+	MaxLevels = 64      // hidden layers, Levels
+)
+
 // Validate reports the first problem with c.
 func (c Config) Validate() error {
-	if c.In < 1 {
-		return fmt.Errorf("dae config: In=%d must be positive", c.In)
+	if c.In < 1 || c.In > MaxWidth {
+		return fmt.Errorf("dae config: In=%d, want 1 to %d", c.In, MaxWidth)
+	}
+	if len(c.Hidden) > MaxLevels || c.Levels > MaxLevels {
+		return fmt.Errorf("dae config: %d hidden layers and %d levels, want at most %d", len(c.Hidden), c.Levels, MaxLevels)
+	}
+	for _, n := range append([]int{c.Prototypes, c.Heads, c.Width}, c.Hidden...) {
+		if n > MaxWidth {
+			return fmt.Errorf("dae config: a width of %d (hidden %v, prototypes %d, heads %d, width %d), want at most %d", n, c.Hidden, c.Prototypes, c.Heads, c.Width, MaxWidth)
+		}
+	}
+	if math.IsNaN(c.MinBandwidth) || math.IsInf(c.InitBandwidth, 0) {
+		return fmt.Errorf("dae config: bandwidths %g and %g must be finite", c.MinBandwidth, c.InitBandwidth)
 	}
 	if _, err := NewCorruption(c.Noise, c.Sigma); err != nil {
 		return fmt.Errorf("dae config: %w", err)

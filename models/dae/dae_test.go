@@ -360,7 +360,9 @@ func TestTrainMNIST(t *testing.T) {
 	}
 	test := mnist.Test.Pixels[:1000*784]
 	loop := &train.Loop{Model: m.Net(), Optimizer: opt, Data: data, Steps: 300,
-		Eval: func(context.Context) (train.Metrics, error) { return Metrics(m, test, Gaussian{Sigma: 0.3}, 2) }}
+		Eval: func(ctx context.Context) (train.Metrics, error) {
+			return Metrics(ctx, m, test, Gaussian{Sigma: 0.3}, 2)
+		}}
 	sum, err := loop.Run(context.Background())
 	if err != nil {
 		t.Fatal(err)

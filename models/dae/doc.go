@@ -32,7 +32,7 @@
 //	data, _ := dae.NewData(m, mnist.Train, 128, seed+1)
 //	opt, _ := optim.NewAdam(optim.All(ps.List()), optim.DefaultAdamConfig())
 //	loop := &train.Loop{Model: m.Net(), Optimizer: opt, Data: data, Steps: 3 * data.StepsPerEpoch(),
-//		Eval: func(context.Context) (train.Metrics, error) { return dae.Metrics(m, mnist.Test.Pixels, m.Noise(), seed+2) }}
+//		Eval: func(ctx context.Context) (train.Metrics, error) { return dae.Metrics(ctx, m, mnist.Test.Pixels, m.Noise(), seed+2) }}
 //	sum, err := loop.Run(ctx)
 //
 // Evaluate reports the clean-input and noisy-input test MSE of any Denoiser, and

@@ -1,6 +1,7 @@
 package dae
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -16,9 +17,11 @@ const (
 // Metrics is EvaluateWith as train.Metrics (MetricMSEClean and MetricMSENoisy), for a
 // train.Loop's Eval:
 //
-//	loop.Eval = func(context.Context) (train.Metrics, error) { return dae.Metrics(m, test, m.Noise(), seed) }
-func Metrics(d Denoiser, images []float32, c Corruption, seed uint64) (train.Metrics, error) {
-	clean, noisy, err := EvaluateWith(d, images, c, seed)
+//	loop.Eval = func(ctx context.Context) (train.Metrics, error) { return dae.Metrics(ctx, m, test, m.Noise(), seed) }
+//
+// It stops with ctx.Err() between chunks of 1000 images once ctx is done.
+func Metrics(ctx context.Context, d Denoiser, images []float32, c Corruption, seed uint64) (train.Metrics, error) {
+	clean, noisy, err := evaluate(ctx, d, images, c, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +38,10 @@ func Evaluate(d Denoiser, images []float32, sigma float64, seed uint64) (cleanMS
 
 // EvaluateWith is Evaluate with any corruption c for the noisy-input MSE.
 func EvaluateWith(d Denoiser, images []float32, c Corruption, seed uint64) (cleanMSE, noisyMSE float64, err error) {
+	return evaluate(context.Background(), d, images, c, seed)
+}
+
+func evaluate(ctx context.Context, d Denoiser, images []float32, c Corruption, seed uint64) (cleanMSE, noisyMSE float64, err error) {
 	dim := d.Dim()
 	if len(images) == 0 || len(images)%dim != 0 {
 		return 0, 0, fmt.Errorf("dae: evaluate: %d values is not a positive multiple of %d", len(images), dim)
@@ -45,6 +52,9 @@ func EvaluateWith(d Denoiser, images []float32, c Corruption, seed uint64) (clea
 	noisy := make([]float32, len(out))
 	var sc, sn float64
 	for lo := 0; lo < len(images); lo += chunk {
+		if err := ctx.Err(); err != nil {
+			return 0, 0, err
+		}
 		clean := images[lo:min(lo+chunk, len(images))]
 		o, nz := out[:len(clean)], noisy[:len(clean)]
 		if err := d.Denoise(o, clean); err != nil {

@@ -68,7 +68,9 @@ func ExampleNewData() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	eval := func(context.Context) (train.Metrics, error) { return dae.Metrics(m, test.Pixels, m.Noise(), 2) }
+	eval := func(ctx context.Context) (train.Metrics, error) {
+		return dae.Metrics(ctx, m, test.Pixels, m.Noise(), 2)
+	}
 	before, _ := eval(context.Background())
 	loop := &train.Loop{Model: m.Net(), Optimizer: opt, Data: data, Eval: eval, Steps: 20 * data.StepsPerEpoch()}
 	sum, err := loop.Run(context.Background())

@@ -2,6 +2,7 @@ package dae
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 )
@@ -78,12 +79,12 @@ const (
 func NewCorruption(kind string, level float64) (Corruption, error) {
 	switch kind {
 	case NoiseGaussian:
-		if level < 0 {
-			return nil, fmt.Errorf("gaussian noise: negative sigma %g", level)
+		if !(level >= 0) || math.IsInf(level, 0) {
+			return nil, fmt.Errorf("gaussian noise: sigma %g, want a finite value >= 0", level)
 		}
 		return Gaussian{Sigma: level}, nil
 	case NoiseMask, NoiseSaltPepper:
-		if level < 0 || level > 1 {
+		if !(level >= 0 && level <= 1) {
 			return nil, fmt.Errorf("%s noise: fraction %g outside [0, 1]", kind, level)
 		}
 		if kind == NoiseMask {

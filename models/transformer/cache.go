@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 
@@ -130,6 +131,11 @@ func NewGenerator(m *Model) (*Generator, error) {
 // step feeds one token; once it is longer, positions shift at every step, so each step
 // recomputes the window of the last MaxLen tokens.
 func (gen *Generator) Generate(src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
+	return gen.GenerateContext(context.Background(), src, prompt, n, s, stop, rng)
+}
+
+// GenerateContext is Generate that stops with ctx.Err() between tokens once ctx is done.
+func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
 	cfg := gen.model.Config
 	if err := checkGenerate(cfg, src, prompt, s); err != nil {
 		return nil, err
@@ -151,6 +157,9 @@ func (gen *Generator) Generate(src, prompt []int, n int, s Sampling, stop int, r
 	var out []int
 	row := make([]float64, cfg.Vocab)
 	for range n {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if cached+len(pending) > cfg.MaxLen {
 			cache, cached = nil, 0
 			pending = seq[len(seq)-cfg.MaxLen:]

@@ -50,13 +50,16 @@ const (
 
 // TaskMetrics evaluates a toy-task model on n fresh examples drawn with seed (the same
 // examples at every call): mean loss, token accuracy over scored positions and whole
-// sequence accuracy.
-func TaskMetrics(m *autodiff.Model, task datasets.Task, layout datasets.Layout, n int, seed uint64) (train.Metrics, error) {
+// sequence accuracy. It stops with ctx.Err() between batches once ctx is done.
+func TaskMetrics(ctx context.Context, m *autodiff.Model, task datasets.Task, layout datasets.Layout, n int, seed uint64) (train.Metrics, error) {
 	rng := datasets.NewRand(seed)
 	acc := &datasets.Accuracy{}
 	var lossSum float64
 	var lossN int
 	for done := 0; done < n; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		bs := min(250, n-done)
 		b, err := datasets.SampleBatch(task, rng, bs, layout)
 		if err != nil {
@@ -78,17 +81,20 @@ func TaskMetrics(m *autodiff.Model, task datasets.Task, layout datasets.Layout, 
 
 // TaskEval returns a train.Loop Eval function for TaskMetrics.
 func TaskEval(m *autodiff.Model, task datasets.Task, layout datasets.Layout, n int, seed uint64) func(context.Context) (train.Metrics, error) {
-	return func(context.Context) (train.Metrics, error) { return TaskMetrics(m, task, layout, n, seed) }
+	return func(ctx context.Context) (train.Metrics, error) { return TaskMetrics(ctx, m, task, layout, n, seed) }
 }
 
 // CorpusMetrics evaluates a character LM on batches random windows of length t from
 // the validation split (the same windows at every call): mean loss, bits per character
-// and next-character accuracy.
-func CorpusMetrics(m *autodiff.Model, c *datasets.Corpus, batches, batchSize, t int, seed uint64) (train.Metrics, error) {
+// and next-character accuracy. It stops with ctx.Err() between batches once ctx is done.
+func CorpusMetrics(ctx context.Context, m *autodiff.Model, c *datasets.Corpus, batches, batchSize, t int, seed uint64) (train.Metrics, error) {
 	rng := datasets.NewRand(seed)
 	acc := &datasets.Accuracy{}
 	var lossSum float64
 	for range batches {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		b, err := c.SampleBatch(rng, datasets.Validation, batchSize, t)
 		if err != nil {
 			return nil, err

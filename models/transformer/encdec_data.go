@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -54,11 +55,14 @@ func alignAnswers(b datasets.Batch, pred []int) []int {
 // EncDecTaskMetrics is TaskMetrics for an encdec model (inputs from EncDecInputs with
 // start token bos): mean loss, token and sequence accuracy of the teacher-forced argmax
 // predictions on n fresh examples drawn with seed.
-func EncDecTaskMetrics(m *autodiff.Model, task datasets.Task, bos, n int, seed uint64) (train.Metrics, error) {
+func EncDecTaskMetrics(ctx context.Context, m *autodiff.Model, task datasets.Task, bos, n int, seed uint64) (train.Metrics, error) {
 	rng := datasets.NewRand(seed)
 	acc := &datasets.Accuracy{}
 	var lossSum float64
 	for done := 0; done < n; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		bs := min(250, n-done)
 		b, err := datasets.SampleBatch(task, rng, bs, datasets.Aligned)
 		if err != nil {
@@ -84,7 +88,7 @@ func EncDecTaskMetrics(m *autodiff.Model, task datasets.Task, bos, n int, seed u
 // EncDecGreedyMetrics decodes n fresh examples drawn with seed greedily with gen (free
 // running: each step reads the model's own earlier outputs, not the true answer) and
 // returns their token and sequence accuracy.
-func EncDecGreedyMetrics(gen *Generator, task datasets.Task, bos, n int, seed uint64) (train.Metrics, error) {
+func EncDecGreedyMetrics(ctx context.Context, gen *Generator, task datasets.Task, bos, n int, seed uint64) (train.Metrics, error) {
 	rng := datasets.NewRand(seed)
 	acc := &datasets.Accuracy{}
 	b, err := datasets.SampleBatch(task, rng, n, datasets.Aligned)
@@ -94,7 +98,7 @@ func EncDecGreedyMetrics(gen *Generator, task datasets.Task, bos, n int, seed ui
 	var pred []int
 	for i := range b.B {
 		row := b.Row(i)
-		out, err := gen.Generate(row.Input, []int{bos}, len(row.Answer()), Sampling{}, -1, rand.New(rand.NewPCG(0, 0)))
+		out, err := gen.GenerateContext(ctx, row.Input, []int{bos}, len(row.Answer()), Sampling{}, -1, rand.New(rand.NewPCG(0, 0)))
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"context"
 	"github.com/locusml/locus/layers"
 	"strings"
 	"testing"
@@ -122,7 +123,7 @@ func TestEncDecReverseLearns(t *testing.T) {
 	const steps = 250
 	m, am, loss := trainSmall(t, ArchEncDec, task, task.Vocab()+1, 1, steps, &EncDecData{Stream: stream, BOS: bos})
 	trained := time.Since(start)
-	met, err := EncDecTaskMetrics(am, task, bos, 500, 2)
+	met, err := EncDecTaskMetrics(context.Background(), am, task, bos, 500, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestEncDecReverseLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	greedy, err := EncDecGreedyMetrics(gen, task, bos, 100, 3)
+	greedy, err := EncDecGreedyMetrics(context.Background(), gen, task, bos, 100, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package transformer
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -38,9 +42,12 @@ type DataConfig struct {
 	Corpus     string              `json:"corpus,omitempty"`    // charlm: the text file or folder; "" is the Go source
 	MaxBytes   int64               `json:"max_bytes,omitempty"` // charlm: read at most this much text
 	Vocab      string              `json:"vocab,omitempty"`     // charlm: the vocabulary, filled in by Open
-	SeqLen     int                 `json:"seq_len"`             // charlm: the window length
-	Batch      int                 `json:"batch"`
-	Seed       uint64              `json:"seed"`
+	// CorpusSHA256 is the digest of the corpus's token ids (charlm), filled in by Open:
+	// a checkpoint whose corpus path now names other text is refused.
+	CorpusSHA256 string `json:"corpus_sha256,omitempty"`
+	SeqLen       int    `json:"seq_len"` // charlm: the window length
+	Batch        int    `json:"batch"`
+	Seed         uint64 `json:"seed"`
 }
 
 // Validate reports the first invalid field.
@@ -97,8 +104,34 @@ func (d DataConfig) Open() (*Data, error) {
 	if err != nil {
 		return nil, err
 	}
-	out.Config.Vocab = out.Corpus.Vocab.String()
+	sum := corpusDigest(out.Corpus)
+	if d.CorpusSHA256 != "" && d.CorpusSHA256 != sum {
+		name := d.Corpus
+		if name == "" {
+			name = "the Go source corpus"
+		}
+		return nil, fmt.Errorf("data config: corpus %s is not the text this run was trained on (token digest %.12s, the checkpoint records %.12s)", name, sum, d.CorpusSHA256)
+	}
+	out.Config.Vocab, out.Config.CorpusSHA256 = out.Corpus.Vocab.String(), sum
 	return out, nil
+}
+
+// corpusDigest returns the SHA-256 of a corpus's token ids (training then validation
+// split, 4 bytes each, little-endian), in hex.
+func corpusDigest(c *datasets.Corpus) string {
+	h := sha256.New()
+	buf := make([]byte, 0, 4096)
+	for _, ids := range [][]int{c.Train, c.Val} {
+		for _, id := range ids {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(id))
+			if len(buf) == cap(buf) {
+				h.Write(buf)
+				buf = buf[:0]
+			}
+		}
+	}
+	h.Write(buf)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Vocab returns the number of symbols of the data (for an encdec model the decoder's
@@ -126,7 +159,9 @@ func (d *Data) ModelVocab(arch Arch) int {
 	return d.Vocab()
 }
 
-// Check reports whether a model with configuration cfg fits the data.
+// Check reports whether a model with configuration cfg fits the data: the vocabulary,
+// the row length, a corpus long enough for one window in each split, and the memory a
+// training step needs (Config.MemoryEstimate, train.CheckMemory).
 func (d *Data) Check(cfg Config) error {
 	if want := d.ModelVocab(cfg.Arch); cfg.Vocab != want {
 		return fmt.Errorf("model vocab %d does not match the data's %d (task %s)", cfg.Vocab, want, d.Config.Task)
@@ -140,7 +175,19 @@ func (d *Data) Check(cfg Config) error {
 	if d.Task != nil && (cfg.Arch == ArchLM) != (d.Config.Layout == datasets.Causal) {
 		return fmt.Errorf("arch %s with layout %s: lm goes with causal, encoder and encdec with aligned", cfg.Arch, d.Config.Layout)
 	}
-	return nil
+	if d.Corpus != nil {
+		// A window is SeqLen+1 tokens (inputs and next-token targets).
+		for _, s := range []struct {
+			name string
+			n    int
+		}{{"training", len(d.Corpus.Train)}, {"validation", len(d.Corpus.Val)}} {
+			if s.n <= d.Config.SeqLen {
+				return fmt.Errorf("the corpus's %s split has %d tokens, too few for one window of seq_len %d + 1 (use a longer text or a shorter -seqlen)", s.name, s.n, d.Config.SeqLen)
+			}
+		}
+	}
+	return train.CheckMemory(fmt.Sprintf("training (batch %d of %d tokens, dim %d, %d layers, %d heads)", d.Config.Batch, d.SeqLen(), cfg.Dim, cfg.Layers, cfg.Heads),
+		cfg.MemoryEstimate(d.Config.Batch, d.SeqLen()))
 }
 
 // Train returns the training batches for a model of arch, batch Config.Batch, drawn
@@ -172,12 +219,12 @@ func (d *Data) ItemsName() string {
 
 // Metrics evaluates the model run by m (of arch) on n fresh validation examples
 // (windows of a corpus) drawn with seed.
-func (d *Data) Metrics(m *autodiff.Model, arch Arch, n int, seed uint64) (train.Metrics, error) {
+func (d *Data) Metrics(ctx context.Context, m *autodiff.Model, arch Arch, n int, seed uint64) (train.Metrics, error) {
 	switch {
 	case d.Corpus != nil:
-		return CorpusMetrics(m, d.Corpus, max(1, n/d.Config.Batch), d.Config.Batch, d.Config.SeqLen, seed)
+		return CorpusMetrics(ctx, m, d.Corpus, max(1, n/d.Config.Batch), d.Config.Batch, d.Config.SeqLen, seed)
 	case arch == ArchEncDec:
-		return EncDecTaskMetrics(m, d.Task, d.Task.Vocab(), n, seed)
+		return EncDecTaskMetrics(ctx, m, d.Task, d.Task.Vocab(), n, seed)
 	}
-	return TaskMetrics(m, d.Task, d.Config.Layout, n, seed)
+	return TaskMetrics(ctx, m, d.Task, d.Config.Layout, n, seed)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/train"
 )
 
 // Arch is a Transformer's architecture.
@@ -177,9 +178,13 @@ type Model struct {
 	DecBlocks []*DecoderBlock   // encdec: the decoder's blocks
 }
 
-// New creates the model's parameters in ps.
+// New creates the model's parameters in ps. A model whose parameters alone cannot fit
+// in this machine's memory is refused before anything is allocated (train.CheckMemory).
 func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := train.CheckMemory(fmt.Sprintf("transformer: a model of dim %d, %d layers, vocab %d and max_len %d", cfg.Dim, cfg.Layers, cfg.Vocab, cfg.MaxLen), 8*cfg.ParamEstimate()); err != nil { // values and gradients
 		return nil, err
 	}
 	kern, init := cfg.Kernel.Value(), cfg.Init

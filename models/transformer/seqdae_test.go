@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"context"
 	"testing"
 
 	"github.com/locusml/locus/datasets"
@@ -26,7 +27,7 @@ func TestSeqDAELearns(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, am, _ := trainSmall(t, ArchEncoder, task, task.Vocab(), 1, 300, nil)
-			met, err := TaskMetrics(am, task, datasets.Aligned, 1000, 2)
+			met, err := TaskMetrics(context.Background(), am, task, datasets.Aligned, 1000, 2)
 			if err != nil {
 				t.Fatal(err)
 			}

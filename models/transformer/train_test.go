@@ -1,6 +1,7 @@
 package transformer
 
 import (
+	"context"
 	"testing"
 
 	"github.com/locusml/locus/autodiff"
@@ -65,7 +66,7 @@ func TestReverseLearns(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, am, loss := trainSmall(t, ArchEncoder, task, task.Vocab(), 2, 600, nil)
-	met, err := TaskMetrics(am, task, datasets.Aligned, 500, 2)
+	met, err := TaskMetrics(context.Background(), am, task, datasets.Aligned, 500, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

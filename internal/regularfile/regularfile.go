@@ -1,0 +1,100 @@
+// Package regularfile opens files for reading only when they are regular files of a
+// bounded size, so that a path naming a FIFO, a device (a symlink to /dev/zero) or a
+// file larger than its reader expects is an error instead of a hang or an unbounded
+// allocation.
+//
+// The mode is checked on the path (symlinks followed) before opening, with a
+// non-blocking open so that a FIFO swapped in between does not block, and again on the
+// open file.
+package regularfile
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// Open opens the regular file at path for reading and returns it with its size. It
+// refuses anything else (a directory, a FIFO, a device or socket, even behind a
+// symlink) and a file of more than limit bytes, with an error naming path.
+func Open(path string, limit int64) (*os.File, int64, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := check(path, info, limit); err != nil {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	if info, err = f.Stat(); err == nil {
+		err = check(path, info, limit)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, info.Size(), nil
+}
+
+// ReadFile reads the whole regular file at path, of at most limit bytes (see Open).
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, size, err := Open(path, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	// The file may grow after the check: read one byte more than allowed to see it.
+	b := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return nil, tooLarge(path, int64(len(b)), limit)
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
+}
+
+func check(path string, info fs.FileInfo, limit int64) error {
+	if !info.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file (%s)", path, kind(info.Mode()))
+	}
+	if info.Size() > limit {
+		return tooLarge(path, info.Size(), limit)
+	}
+	return nil
+}
+
+func tooLarge(path string, size, limit int64) error {
+	return fmt.Errorf("%s: %d bytes, more than the %d this file may have", path, size, limit)
+}
+
+// kind names a non-regular file mode for an error message.
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return "mode " + m.String()
+}
