@@ -1,6 +1,8 @@
 package layers
 
 import (
+	"math"
+
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/onnx"
 )
