@@ -206,8 +206,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "checkpoint %s\n  step %d, written by locus %s (%s)\n", ck.Dir, ck.Step, ck.Versions.Locus, ck.Versions.Go)
 	fmt.Fprintf(stdout, "model family %s, config:\n  %s\ndata config:\n  %s\n", family, indent(ck.ModelConfig), indent(ck.DataConfig))
-	if err := checkConfigs(ck); err != nil {
-		fmt.Fprintf(stdout, "invalid configuration: %v\n", err)
+	cfgErr := checkConfigs(ck)
+	if cfgErr != nil {
+		fmt.Fprintf(stdout, "invalid configuration: %v\n", cfgErr)
 	}
 	if len(ck.TrainConfig) > 0 {
 		fmt.Fprintf(stdout, "training settings:\n  %s\n", indent(ck.TrainConfig))
@@ -243,6 +244,10 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(stdout, "loss curve: %s\n", *plot)
+	}
+	if cfgErr != nil {
+		// Listed above; the exit status says the checkpoint cannot be used as it is.
+		return fmt.Errorf("%s: invalid configuration: %w", ck.Dir, cfgErr)
 	}
 	return nil
 }

@@ -318,10 +318,14 @@ func TestSizesBeyondLimitsOrMemory(t *testing.T) {
 		}
 		for _, args := range readers(run) {
 			switch args[0] {
-			case "inspect": // lists what it can, and says what is wrong
-				code, stdout, _ := runCLI(t, args...)
-				if code != 0 || (tc.want != "more than the" && !strings.Contains(stdout, "invalid configuration")) {
-					t.Errorf("%v: exit %d, no word of the invalid configuration", args, code)
+			case "inspect": // lists what it can, then fails naming what is wrong
+				code, stdout, stderr := runCLI(t, args...)
+				if tc.want == "more than the" {
+					if code != 0 {
+						t.Errorf("%v: exit %d, %s", args, code, stderr)
+					}
+				} else if code != 1 || !strings.Contains(stdout, "tensors (") || !strings.Contains(stderr, "invalid configuration") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+					t.Errorf("%v: exit %d, stderr %q; want the listing, then one line naming the invalid configuration and exit 1", args, code, stderr)
 				}
 			case "export":
 				if tc.want != "more than the" { // the weights fit; only a model would not
