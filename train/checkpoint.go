@@ -312,6 +312,10 @@ func readChecked(file string, info fileInfo) (map[string]*tensor.Dense, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, errors.New("file is missing")
 		}
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, pe.Err // the caller names the file
+		}
 		return nil, err
 	}
 	defer f.Close()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // LockFile is the advisory lock of a run directory: a training process holds it for as
@@ -66,13 +67,18 @@ func lockRunDir(dir string) (*dirLock, error) {
 }
 
 // lockHolder names the process that holds the lock file at path, from its content.
+// The holder writes its pid just after taking the lock, so an empty file is read again
+// for a moment.
 func lockHolder(path string) string {
-	b, err := os.ReadFile(path)
-	if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
-		if pid == os.Getpid() {
-			return fmt.Sprintf("pid %d (this process)", pid)
+	for range 20 {
+		b, err := os.ReadFile(path)
+		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
+			if pid == os.Getpid() {
+				return fmt.Sprintf("pid %d (this process)", pid)
+			}
+			return fmt.Sprintf("pid %d", pid)
 		}
-		return fmt.Sprintf("pid %d", pid)
+		time.Sleep(5 * time.Millisecond)
 	}
 	return "another process"
 }

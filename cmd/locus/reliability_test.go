@@ -173,7 +173,7 @@ func exactlyOneRan(t *testing.T, codes [2]int, stderr [2]string) {
 	}
 	lines := strings.Split(strings.TrimSpace(loser), "\n")
 	last := lines[len(lines)-1]
-	if !strings.Contains(last, "in use by pid") && !strings.Contains(last, "already holds a run") && !strings.Contains(last, "moved from") {
+	if !strings.Contains(last, "in use by") && !strings.Contains(last, "already holds a run") && !strings.Contains(last, "moved from") {
 		t.Errorf("refused run says %q", last)
 	}
 }

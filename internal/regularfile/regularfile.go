@@ -70,7 +70,7 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 
 func check(path string, info fs.FileInfo, limit int64) error {
 	if !info.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file (%s)", path, kind(info.Mode()))
+		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%s)", kind(info.Mode()))}
 	}
 	if info.Size() > limit {
 		return tooLarge(path, info.Size(), limit)
@@ -79,7 +79,7 @@ func check(path string, info fs.FileInfo, limit int64) error {
 }
 
 func tooLarge(path string, size, limit int64) error {
-	return fmt.Errorf("%s: %d bytes, more than the %d this file may have", path, size, limit)
+	return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%d bytes, more than the %d this file may have", size, limit)}
 }
 
 // kind names a non-regular file mode for an error message.
