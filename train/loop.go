@@ -173,6 +173,13 @@ type Loop struct {
 	// first step: the place for the caller's own files in the run directory, so that a
 	// run refused as concurrent writes none.
 	OnStart func() error
+	// Reducer, if set with more than one process, makes this Loop one process of a
+	// data-parallel run (see Reducer; Data must be a Splitter): parameters are broadcast
+	// from rank 0 when Run starts, gradients averaged at every step, the parameter
+	// checksums compared every LogEvery steps, and only rank 0 writes Dir and Out. Every
+	// process evaluates (Eval sees the same weights everywhere) and calls the Hooks,
+	// which must decide the same way on every process. Nil: one process.
+	Reducer Reducer
 
 	step           int
 	history        []Record
@@ -200,6 +207,7 @@ type Loop struct {
 	lastNorm    float64
 	acc         *optim.Accumulator
 	phases      Phases
+	stopAll     bool // a process of a data-parallel run was cancelled
 }
 
 // Step returns the number of steps completed, counting those restored by Resume.
@@ -262,6 +270,9 @@ func (l *Loop) validate() error {
 			errs = append(errs, fmt.Errorf("Hooks[%d].Every is %d, want >= 0", i, h.Every))
 		}
 	}
+	if _, ok := l.Data.(Splitter); l.parallel() && !ok {
+		errs = append(errs, fmt.Errorf("Loop.Data (%T) is not a Splitter, so it cannot be split across %d processes", l.Data, l.Reducer.Size()))
+	}
 	if l.Model != nil && l.Optimizer != nil {
 		ps := l.Model.Params()
 		for _, p := range l.Optimizer.Params() {
@@ -315,6 +326,14 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	}
 	if l.dataConfig, err = marshalConfig("DataConfig", l.DataConfig); err != nil {
 		return nil, err
+	}
+	if err := l.startParallel(); err != nil {
+		return nil, err
+	}
+	if !l.root() {
+		dir, out := l.Dir, l.Out
+		l.Dir, l.Out = "", nil
+		defer func() { l.Dir, l.Out = dir, out }()
 	}
 	if l.state.BestMetric != l.Best || (l.Best != "" && l.state.BestMode != l.bestMode()) {
 		l.state.BestMetric, l.state.BestMode = l.Best, l.bestMode()
@@ -375,17 +394,20 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 	l.phases = Phases{}
 
 	for l.step < l.Steps {
-		if err := ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil && !l.parallel() {
 			return l.interrupted(sum, start, err)
 		}
 		t0 := time.Now()
-		items, err := l.trainStep()
+		items, err := l.trainStep(ctx.Err() != nil)
 		if errors.Is(err, io.EOF) {
 			l.out.message(fmt.Sprintf("data exhausted after step %d", l.step))
 			break
 		}
 		if err != nil {
 			return l.failed(sum, start, err)
+		}
+		if l.stopAll {
+			return l.interrupted(sum, start, context.Canceled)
 		}
 		dt := time.Since(t0)
 		l.phases.Steps += dt // trainStep moves its Data.Next time to Data
@@ -427,8 +449,9 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 
 // trainStep runs one optimisation step over Accumulate batches and returns the number
 // of items they held. It returns io.EOF, having changed nothing, when the data runs out
-// before the step's batches are complete.
-func (l *Loop) trainStep() (int, error) {
+// before the step's batches are complete. stop asks the processes of a data-parallel run
+// to stop after this step.
+func (l *Loop) trainStep(stop bool) (int, error) {
 	step := l.step + 1
 	k := l.acc.MicroBatches()
 	batches := make([]Batch, k)
@@ -451,25 +474,24 @@ func (l *Loop) trainStep() (int, error) {
 	lr := l.Optimizer.LR()
 	loss, items := 0.0, 0
 	for _, b := range batches {
-		res, err := l.Model.ForwardBackward(b.Inputs)
+		// In a data-parallel run the gradients are averaged over the processes after
+		// each batch: the sum of the earlier batches' is already the same everywhere.
+		bl, err := l.lossAndGrads(b, stop)
 		if err != nil {
 			return 0, fmt.Errorf("train: step %d: %w", step, err)
 		}
-		if !res.HasLoss {
-			return 0, fmt.Errorf("train: step %d: the model returned no loss", step)
-		}
-		if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
+		if math.IsNaN(bl) || math.IsInf(bl, 0) {
 			where := "no checkpoint was saved"
 			if l.lastCheckpoint != "" {
 				where = "the last checkpoint is " + l.lastCheckpoint
 			}
-			return 0, fmt.Errorf("train: step %d: loss is %v; stopping (%s): %w", step, res.Loss, where, ErrDiverged)
+			return 0, fmt.Errorf("train: step %d: loss is %v; stopping (%s): %w", step, bl, where, ErrDiverged)
 		}
-		loss += res.Loss
+		loss += bl
 		items += b.Items
 		if _, err := l.acc.Step(); err != nil {
 			if n := optim.GradNorm(l.Optimizer.Params()); math.IsNaN(n) || math.IsInf(n, 0) {
-				return 0, fmt.Errorf("train: step %d: gradient norm is %v (loss %v); stopping: %w", step, n, res.Loss, ErrDiverged)
+				return 0, fmt.Errorf("train: step %d: gradient norm is %v (loss %v); stopping: %w", step, n, bl, ErrDiverged)
 			}
 			return 0, fmt.Errorf("train: step %d: %w", step, err)
 		}
@@ -479,7 +501,7 @@ func (l *Loop) trainStep() (int, error) {
 	l.lastLoss, l.lastLR, l.lastNorm = loss, lr, l.Optimizer.GradNorm()
 	l.state.WindowLoss += loss
 	l.state.WindowSteps++
-	return items, nil
+	return items, l.checkInSync()
 }
 
 // observe evaluates and records metrics after a step, and tracks the best metric.

@@ -21,7 +21,10 @@ type Data struct {
 	step   uint64
 }
 
-var _ train.Data = (*Data)(nil)
+var (
+	_ train.Data     = (*Data)(nil)
+	_ train.Splitter = (*Data)(nil)
+)
 
 // NewData returns the training batches of batch images from images for m; seed drives
 // both the shuffling and the noise. The images must have m.Dim() pixels each; they are
@@ -61,6 +64,20 @@ func (d *Data) Next() (train.Batch, error) {
 		return train.Batch{}, err
 	}
 	return train.Batch{Inputs: in, Items: len(idx)}, nil
+}
+
+// Split returns part part of parts of a batch of Next for data-parallel training: a
+// contiguous run of its images, weighed by their number (the loss is a mean over pixels,
+// the same number per image).
+func (d *Data) Split(b train.Batch, part, parts int) (train.Batch, float64, error) {
+	x := b.Inputs["noisy"]
+	if x == nil {
+		return train.Batch{}, 0, fmt.Errorf("dae: split: the batch lacks \"noisy\"")
+	}
+	n := x.Shape()[0]
+	lo, hi := train.Part(n, part, parts)
+	p, err := train.Rows(b, n, lo, hi)
+	return p, float64(hi - lo), err
 }
 
 // dataState is the position of a Data, as saved in checkpoints.

@@ -3,6 +3,7 @@ package transformer
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 
 	"github.com/locusml/locus/autodiff"
@@ -110,4 +111,33 @@ func CorpusMetrics(ctx context.Context, m *autodiff.Model, c *datasets.Corpus, b
 	}
 	loss := lossSum / float64(batches)
 	return train.Metrics{MetricLoss: loss, MetricBPC: loss / math.Ln2, MetricTokenAcc: acc.Token()}, nil
+}
+
+// Split returns part part of parts of a batch of Next for data-parallel training: a
+// contiguous run of its sequences, weighed by its scored targets, which the loss is a
+// mean over.
+func (d *StreamData) Split(b train.Batch, part, parts int) (train.Batch, float64, error) {
+	return splitScored(b, part, parts)
+}
+
+// splitScored is a train.Splitter's Split for the inputs of Builder: rows of InputIDs
+// (and InputSource), weighed by their targets that are not datasets.IgnoreIndex.
+func splitScored(b train.Batch, part, parts int) (train.Batch, float64, error) {
+	ids, tgts := b.Inputs[InputIDs], b.Inputs[InputTargets]
+	if ids == nil || tgts == nil {
+		return train.Batch{}, 0, fmt.Errorf("transformer: split: the batch lacks %q or %q", InputIDs, InputTargets)
+	}
+	n := ids.Shape()[0]
+	lo, hi := train.Part(n, part, parts)
+	p, err := train.Rows(b, n, lo, hi)
+	if err != nil {
+		return train.Batch{}, 0, err
+	}
+	scored := 0
+	for _, t := range p.Inputs[InputTargets].Data().([]int) {
+		if t != datasets.IgnoreIndex {
+			scored++
+		}
+	}
+	return p, float64(scored), nil
 }

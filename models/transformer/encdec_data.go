@@ -127,6 +127,12 @@ func (d *EncDecData) Next() (train.Batch, error) {
 	return train.Batch{Inputs: in, Items: b.B}, nil
 }
 
+// Split returns part part of parts of a batch of Next for data-parallel training: a
+// contiguous run of its sequences, weighed by their scored targets.
+func (d *EncDecData) Split(b train.Batch, part, parts int) (train.Batch, float64, error) {
+	return splitScored(b, part, parts)
+}
+
 // State returns the stream's position.
 func (d *EncDecData) State() (json.RawMessage, error) { return json.Marshal(d.Stream.State()) }
 
