@@ -64,6 +64,18 @@ func (b *buckets) fits(ps *autodiff.Params, nextra int) bool {
 	return true
 }
 
+// bytes is the size of the buffers.
+func (b *buckets) bytes() int64 {
+	var n int64
+	for _, f := range b.f32 {
+		n += 4 * int64(len(f))
+	}
+	for _, f := range b.f64 {
+		n += 8 * int64(len(f))
+	}
+	return n
+}
+
 func (b *buckets) average(c *Comm, weight float64, extra []float64) (float64, error) {
 	if b.f32 != nil {
 		return average(c, b, b.f32, (*autodiff.Param).GradFloat32s, c.AllReduceFloat32, weight, extra)

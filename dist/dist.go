@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"hash/crc64"
 	"os"
+	"runtime"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/locusml/locus/autodiff"
@@ -25,7 +27,18 @@ type Comm struct {
 	mpi        bool // joined through MPI: collectives are MPI calls
 	finalized  bool
 	grads      *buckets // AverageGrads' buffers, for the last Params seen
+	stats      Stats
 }
+
+// Stats counts the gradient averaging of a Comm.
+type Stats struct {
+	Calls int           // AverageGrads calls that reduced (more than one process)
+	Bytes int64         // bytes all-reduced by them, per process
+	Time  time.Duration // wall time in them, packing and unpacking included
+}
+
+// Stats returns the counts of AverageGrads since Init.
+func (c *Comm) Stats() Stats { return c.stats }
 
 // Single returns a Comm of one process: rank 0 of 1, whose collectives change nothing.
 func Single() *Comm { return &Comm{rank: 0, size: 1} }
@@ -53,7 +66,20 @@ func Init() (*Comm, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dist: %w", err)
 	}
+	shareCPUs()
 	return &Comm{rank: rank, size: size, mpi: true}, nil
+}
+
+// shareCPUs gives each of the processes on this machine its share of the CPUs it may
+// run on, unless GOMAXPROCS is set: P processes of GOMAXPROCS = all CPUs each would
+// fight over them.
+func shareCPUs() {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	if local, err := strconv.Atoi(os.Getenv("OMPI_COMM_WORLD_LOCAL_SIZE")); err == nil && local > 1 {
+		runtime.GOMAXPROCS(max(1, runtime.NumCPU()/local))
+	}
 }
 
 // launched reports whether an MPI launcher (mpirun, or a PMI/PMIx resource manager)
@@ -235,8 +261,13 @@ func (c *Comm) AverageGrads(ps *autodiff.Params, weight float64, extra []float64
 	if !c.mpi || c.size == 1 {
 		return weight, nil
 	}
+	t0 := time.Now()
 	if c.grads == nil || !c.grads.fits(ps, len(extra)) {
 		c.grads = newBuckets(ps, len(extra))
 	}
-	return c.grads.average(c, weight, extra)
+	total, err := c.grads.average(c, weight, extra)
+	c.stats.Calls++
+	c.stats.Bytes += c.grads.bytes()
+	c.stats.Time += time.Since(t0)
+	return total, err
 }

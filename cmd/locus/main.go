@@ -76,9 +76,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err := cmd.run(args[1:], stdout, stderr)
+	var exit exitError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &exit):
+		return exit.code
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errInterrupted):

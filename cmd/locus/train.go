@@ -19,6 +19,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/dist"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
@@ -92,8 +93,16 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	modelGiven := slices.ContainsFunc(modelFlags, func(n string) bool { return f.set[n] })
+	comm, stdout, stderr, err := joinRun(stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return leaveRun(comm, trainIn(comm, f, fs, stdout, stderr))
+}
 
+// trainIn trains the model of the flags, as one process of comm.
+func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io.Writer) error {
+	modelGiven := slices.ContainsFunc(modelFlags, func(n string) bool { return f.set[n] })
 	var name string
 	var fam family
 	var modelCfg, dataCfg json.RawMessage
@@ -163,7 +172,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return fit(name, s, ps, modelCfg, f, stdout, stderr)
+	return fit(name, s, ps, modelCfg, f, comm, stdout, stderr)
 }
 
 // newConfigs returns the family and the model and data configurations of the flags.
@@ -323,8 +332,10 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 var errInterrupted = errors.New("interrupted")
 
 // fit trains the session's model with the optimizer of the settings, checkpointing into
-// a run directory (-out, or a new runs/<task>-<n>), and prints the summary.
-func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessage, f *trainFlags, stdout, stderr io.Writer) error {
+// a run directory (-out, or a new runs/<task>-<n>), and prints the summary. With more
+// than one process in comm, it is one process of a data-parallel run, and only rank 0
+// writes.
+func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessage, f *trainFlags, comm *dist.Comm, stdout, stderr io.Writer) error {
 	st := &f.settings
 	if st.Best == "" {
 		st.Best = s.bestMetric()
@@ -340,8 +351,10 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	dir := f.out
 	if f.resume == "" {
 		if dir == "" {
-			if dir, err = newRunDir("runs", f.task); err != nil {
-				return err
+			if comm.Root() { // the other processes of a data-parallel run write nothing
+				if dir, err = newRunDir("runs", f.task); err != nil {
+					return err
+				}
 			}
 		} else if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
 			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
@@ -356,6 +369,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
 		ItemsName: s.itemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
+		Reducer: comm,
 	}
 	if f.resume != "" {
 		if err := loop.Resume(f.resume); err != nil {
@@ -363,9 +377,14 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		}
 	}
 	// The run file is written under the run directory's lock, so that of two trains
-	// started into one directory only the one that runs writes it.
+	// started into one directory only the one that runs writes it (in a data-parallel
+	// run, rank 0: the others have no run directory to lock).
 	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st) }
-	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s\n", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
+	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
+	if comm.Size() > 1 {
+		fmt.Fprintf(stderr, " (%d processes, batch %d split across them)", comm.Size(), f.batch)
+	}
+	fmt.Fprintln(stderr)
 	ctx, stop := interruptible()
 	defer stop()
 	sum, err := loop.Run(ctx)
@@ -390,8 +409,11 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	t := sum.Time
 	fmt.Fprintf(stderr, "time: steps %.3fs, evaluation %.3fs, checkpoints and plot %.3fs, data %.3fs, other %.3fs\n",
 		t.Steps.Seconds(), t.Eval.Seconds(), t.Checkpoint.Seconds(), t.Data.Seconds(), t.Other.Seconds())
-	if err := s.finish(loop.Dir, run, seed+3, stdout); err != nil {
-		return err
+	reportReduce(stdout, comm, sum)
+	if comm.Root() {
+		if err := s.finish(loop.Dir, run, seed+3, stdout); err != nil {
+			return err
+		}
 	}
 	bw := s.bandwidths()
 	for _, k := range sortedKeys(bw) {
