@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
@@ -305,5 +306,29 @@ func daeLoop(kind string) func(*testing.T, autodiff.Dtype) (*train.Loop, *autodi
 			t.Fatal(err)
 		}
 		return &train.Loop{Model: autodiff.NewModel(ps, m.Builder(), 4), Optimizer: adam(t, ps), Data: d, Steps: equivSteps}, ps
+	}
+}
+
+// TestRanksAllReduceCost times 200 all-reduces of a 100k-parameter float32 gradient
+// (the default Transformer's, 400 KiB), each after a barrier, so that it measures the
+// reduction and not the wait for the slowest process. (Not a Benchmark: the processes
+// must agree on the number of calls.)
+func TestRanksAllReduceCost(t *testing.T) {
+	buf := make([]float32, 102410)
+	const n = 200
+	var total time.Duration
+	for range n {
+		if err := comm.Barrier(); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		if err := comm.AllReduceFloat32(buf); err != nil {
+			t.Fatal(err)
+		}
+		total += time.Since(t0)
+	}
+	if comm.Root() {
+		per := total / n
+		t.Logf("%d processes: all-reduce of %d KiB: %v per call, %.2f GB/s of buffer", comm.Size(), 4*len(buf)/1024, per, float64(4*len(buf))/per.Seconds()/1e9)
 	}
 }
