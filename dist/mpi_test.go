@@ -201,13 +201,20 @@ func TestRanksEquivalence(t *testing.T) {
 			if same, err := comm.SameParams(ps); err != nil || !same {
 				t.Fatalf("the processes' weights differ after training (%v)", err)
 			}
-			var d float64
+			// The attention key biases are reported apart: their gradient is zero up to
+			// round-off (softmax ignores a shift of all scores), which Adam, dividing by
+			// the gradient's scale, turns into steps of its own.
+			var d, dRest float64
 			var where string
 			for _, p := range ps.List() {
 				q := refPs.Get(p.Name())
 				for i := range p.Size() {
-					if e := math.Abs(p.At(i) - q.At(i)); e > d {
+					e := math.Abs(p.At(i) - q.At(i))
+					if e > d {
 						d, where = e, p.Name()
+					}
+					if !strings.HasSuffix(p.Name(), "attn.k.bias") {
+						dRest = math.Max(dRest, e)
 					}
 				}
 			}
@@ -216,8 +223,8 @@ func TestRanksEquivalence(t *testing.T) {
 				tol = 1e-5
 			}
 			if comm.Root() {
-				t.Logf("%s/%v, %d processes, %d steps: max abs weight difference from one process %.3g (in %s; tolerance %g)",
-					c.name, c.dtype, comm.Size(), equivSteps, d, where, tol)
+				t.Logf("%s/%v, %d processes, %d steps: max abs weight difference from one process %.3g (in %s; tolerance %g); %.3g without the key biases",
+					c.name, c.dtype, comm.Size(), equivSteps, d, where, tol, dRest)
 			}
 			if d > tol {
 				t.Errorf("max abs weight difference %g > %g", d, tol)

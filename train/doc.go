@@ -52,6 +52,17 @@
 // checkpoint directory and reports a truncated or corrupted file, a checkpoint of another
 // model or a shape mismatch with the file, the tensor and the shapes.
 //
+// # Data parallelism
+//
+// A Loop with a Reducer of more than one process (dist.Comm under mpirun) is one process
+// of a data-parallel run: every process draws the same global batch from Data, takes its
+// contiguous part of it (Data must be a Splitter, which also says what the part's loss is
+// a mean over) and the Reducer averages the gradients weighed by those counts, so every
+// process takes the step that one process would take on the whole batch. Rank 0 alone
+// writes Dir and Out; a checksum of the parameters every LogEvery steps stops all
+// processes with ErrOutOfSync if they disagree; a cancelled context on any process stops
+// all of them after the same step (rank 0 saves the checkpoint).
+//
 // ExportSafetensors and ReadSafetensors read and write plain safetensors files (F32, F64
 // and I64), for weights shared with other tools.
 package train
