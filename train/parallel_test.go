@@ -137,6 +137,11 @@ func (m member) SameParams(ps *autodiff.Params) (bool, error) {
 // batch 12 and returns its parameters; red == nil is one process.
 func trainDenoise(t *testing.T, red train.Reducer, steps int, dir string, hooks ...func(*autodiff.Params) train.Hook) (*autodiff.Params, error) {
 	t.Helper()
+	return trainDenoiseCtx(context.Background(), t, red, steps, dir, hooks...)
+}
+
+func trainDenoiseCtx(ctx context.Context, t *testing.T, red train.Reducer, steps int, dir string, hooks ...func(*autodiff.Params) train.Hook) (*autodiff.Params, error) {
+	t.Helper()
 	d := transformer.DataConfig{Task: "denoise-reverse", Batch: 12, Seed: 3}
 	data, err := d.Open()
 	if err != nil {
@@ -167,7 +172,7 @@ func trainDenoise(t *testing.T, red train.Reducer, steps int, dir string, hooks 
 	}
 	loop := &train.Loop{Model: run, Optimizer: opt, Data: td, Steps: steps, LogEvery: 5, Reducer: red, Dir: dir, Hooks: hs,
 		Eval: func(ctx context.Context) (train.Metrics, error) { return data.Metrics(ctx, run, cfg.Arch, 20, 9) }}
-	_, err = loop.Run(context.Background())
+	_, err = loop.Run(ctx)
 	return ps, err
 }
 
@@ -289,5 +294,44 @@ func TestPartAndRows(t *testing.T) {
 	}
 	if _, err := train.Rows(b, 3, 0, 1); err == nil {
 		t.Error("Rows of 3 examples of a 7-row batch: no error")
+	}
+}
+
+// TestDataParallelCancelStopsAll cancels the context of rank 1 only: both ranks stop
+// after the same step, and rank 0 saves the checkpoint.
+func TestDataParallelCancelStopsAll(t *testing.T) {
+	g := newGroup(2)
+	errs := make([]error, 2)
+	steps := make([]int, 2)
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stopAt := func(ps *autodiff.Params) train.Hook {
+				return train.Hook{Every: 1, Func: func(_ context.Context, p train.Progress) error {
+					steps[r] = p.Step
+					if r == 1 && p.Step == 7 {
+						cancel()
+					}
+					return nil
+				}}
+			}
+			_, errs[r] = trainDenoiseCtx(ctx, t, member{g, r}, 20, dir, stopAt)
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("rank %d: got %v, want context.Canceled", r, err)
+		}
+	}
+	if steps[0] != steps[1] {
+		t.Errorf("the ranks stopped after steps %d and %d", steps[0], steps[1])
+	}
+	ck, err := train.LoadCheckpoint(dir)
+	if err != nil || ck.Step != 8 {
+		t.Fatalf("checkpoint: %v, step %v; want step 8", err, ck)
 	}
 }
