@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -174,7 +175,10 @@ const equivSteps = 50
 // TestRanksEquivalence trains every model family for 50 steps on this job's processes
 // and on this process alone with the same global batch, and compares the weights: the
 // data-parallel run must equal one process up to round-off, 1e-5 in float32 and 1e-12
-// in float64.
+// in float64. The attention key biases get 1e-4 in float32: their gradient is zero up
+// to round-off (softmax ignores a shift of all scores), and Adam, dividing by the
+// gradient's scale, turns a different round-off into a different step (about 1e-5
+// after 50 steps; analytically they do not change the model's output).
 func TestRanksEquivalence(t *testing.T) {
 	var runs []run
 	for _, dt := range []autodiff.Dtype{autodiff.Float32, autodiff.Float64} {
@@ -218,16 +222,19 @@ func TestRanksEquivalence(t *testing.T) {
 					}
 				}
 			}
-			tol := 1e-12
+			tol, tolKeyBias := 1e-12, 1e-12
 			if c.dtype == autodiff.Float32 {
-				tol = 1e-5
+				tol, tolKeyBias = 1e-5, 1e-4
 			}
 			if comm.Root() {
-				t.Logf("%s/%v, %d processes, %d steps: max abs weight difference from one process %.3g (in %s; tolerance %g); %.3g without the key biases",
-					c.name, c.dtype, comm.Size(), equivSteps, d, where, tol, dRest)
+				t.Logf("%s/%v, %d processes, %d steps: max abs weight difference from one process %.3g (in %s); %.3g without the key biases (tolerance %g)",
+					c.name, c.dtype, comm.Size(), equivSteps, d, where, dRest, tol)
 			}
-			if d > tol {
-				t.Errorf("max abs weight difference %g > %g", d, tol)
+			if dRest > tol {
+				t.Errorf("max abs weight difference %g > %g", dRest, tol)
+			}
+			if d > tolKeyBias {
+				t.Errorf("max abs difference of the attention key biases %g > %g", d, tolKeyBias)
 			}
 		})
 	}
@@ -256,9 +263,19 @@ func taskLoop(task string, arch transformer.Arch, kernel string) func(*testing.T
 	}
 }
 
-// charLoop trains a small character LM on this package's source.
+// charLoop trains a small character LM on a generated text.
 func charLoop(t *testing.T, dt autodiff.Dtype) (*train.Loop, *autodiff.Params) {
-	d := transformer.DataConfig{Task: transformer.CharLM, Corpus: ".", MaxBytes: 64 << 10, SeqLen: 24, Batch: 6, Seed: 1}
+	var text strings.Builder
+	rng := rand.New(rand.NewPCG(8, 9))
+	words := strings.Fields("func return if else for range var const type struct map chan go defer select case switch")
+	for text.Len() < 32<<10 {
+		fmt.Fprintf(&text, "%s %s(%d) {\n", words[rng.IntN(len(words))], words[rng.IntN(len(words))], rng.IntN(100))
+	}
+	corpus := filepath.Join(t.TempDir(), "corpus.txt")
+	if err := os.WriteFile(corpus, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := transformer.DataConfig{Task: transformer.CharLM, Corpus: corpus, MaxBytes: 64 << 10, SeqLen: 24, Batch: 6, Seed: 1}
 	data, err := d.Open()
 	if err != nil {
 		t.Fatal(err)
