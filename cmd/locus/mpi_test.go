@@ -60,10 +60,17 @@ func rankPID(parent, rank int) (int, bool) {
 	return 0, false
 }
 
-// TestMPIKillOneRank kills rank 1 of a two-process run with SIGKILL once a checkpoint
-// is written: the job ends within 30 s with a non-zero status and a message, the last
-// checkpoint loads, and -resume on two processes continues from it.
+// TestMPIKillOneRank kills rank 1, then in another run rank 0 (the one that writes), of a
+// two-process run with SIGKILL once a checkpoint is written: the job ends within 30 s with
+// a non-zero status and a message, the last checkpoint loads, and -resume on two
+// processes continues from it.
 func TestMPIKillOneRank(t *testing.T) {
+	for _, rank := range []int{1, 0} {
+		t.Run(fmt.Sprintf("rank%d", rank), func(t *testing.T) { killRank(t, rank) })
+	}
+}
+
+func killRank(t *testing.T, rank int) {
 	dir := filepath.Join(t.TempDir(), "run")
 	cmd := mpirun(t, 2, "train", "-task", "reverse", "-steps", "100000", "-eval-every", "20", "-eval-n", "50", "-out", dir)
 	var out bytes.Buffer
@@ -89,10 +96,10 @@ func TestMPIKillOneRank(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // mid-run, between checkpoints
-	pid, ok := rankPID(cmd.Process.Pid, 1)
+	pid, ok := rankPID(cmd.Process.Pid, rank)
 	if !ok {
 		_ = cmd.Process.Kill()
-		t.Fatal("rank 1's process not found among mpirun's children")
+		t.Fatalf("rank %d's process not found among mpirun's children", rank)
 	}
 	if err := exec.Command("kill", "-9", strconv.Itoa(pid)).Run(); err != nil {
 		t.Fatal(err)
@@ -101,7 +108,7 @@ func TestMPIKillOneRank(t *testing.T) {
 	select {
 	case err := <-done:
 		took := time.Since(killed)
-		t.Logf("after kill -9 of rank 1 the job ended in %v with %v; mpirun said:\n%s", took.Round(time.Millisecond), err, out.String())
+		t.Logf("after kill -9 of rank %d the job ended in %v with %v; mpirun said:\n%s", rank, took.Round(time.Millisecond), err, out.String())
 		if err == nil {
 			t.Error("the job exited with status 0")
 		}
@@ -110,7 +117,7 @@ func TestMPIKillOneRank(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
-		t.Fatalf("the job still runs 30 s after kill -9 of rank 1\n%s", out.String())
+		t.Fatalf("the job still runs 30 s after kill -9 of rank %d\n%s", rank, out.String())
 	}
 
 	ck, err := train.LoadCheckpoint(dir)
