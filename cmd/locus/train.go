@@ -382,7 +382,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st) }
 	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
 	if comm.Size() > 1 {
-		fmt.Fprintf(stderr, " (%d processes, batch %d split across them)", comm.Size(), f.batch)
+		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.batch)
 	}
 	fmt.Fprintln(stderr)
 	ctx, stop := interruptible()
