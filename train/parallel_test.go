@@ -137,10 +137,11 @@ func (m member) SameParams(ps *autodiff.Params) (bool, error) {
 // batch 12 and returns its parameters; red == nil is one process.
 func trainDenoise(t *testing.T, red train.Reducer, steps int, dir string, hooks ...func(*autodiff.Params) train.Hook) (*autodiff.Params, error) {
 	t.Helper()
-	return trainDenoiseCtx(context.Background(), t, red, steps, dir, hooks...)
+	return trainDenoiseCtx(context.Background(), t, red, steps, 1, dir, hooks...)
 }
 
-func trainDenoiseCtx(ctx context.Context, t *testing.T, red train.Reducer, steps int, dir string, hooks ...func(*autodiff.Params) train.Hook) (*autodiff.Params, error) {
+// trainDenoiseCtx is trainDenoise with a context and accum batches per step.
+func trainDenoiseCtx(ctx context.Context, t *testing.T, red train.Reducer, steps, accum int, dir string, hooks ...func(*autodiff.Params) train.Hook) (*autodiff.Params, error) {
 	t.Helper()
 	d := transformer.DataConfig{Task: "denoise-reverse", Batch: 12, Seed: 3}
 	data, err := d.Open()
@@ -170,7 +171,7 @@ func trainDenoiseCtx(ctx context.Context, t *testing.T, red train.Reducer, steps
 	for _, h := range hooks {
 		hs = append(hs, h(ps))
 	}
-	loop := &train.Loop{Model: run, Optimizer: opt, Data: td, Steps: steps, LogEvery: 5, Reducer: red, Dir: dir, Hooks: hs,
+	loop := &train.Loop{Model: run, Optimizer: opt, Data: td, Steps: steps, LogEvery: 5, Reducer: red, Dir: dir, Hooks: hs, Accumulate: accum,
 		Eval: func(ctx context.Context) (train.Metrics, error) { return data.Metrics(ctx, run, cfg.Arch, 20, 9) }}
 	_, err = loop.Run(ctx)
 	return ps, err
@@ -219,6 +220,29 @@ func TestDataParallelEqualsOneProcess(t *testing.T) {
 		if _, err := train.LoadCheckpoint(dir); err != nil {
 			t.Errorf("rank 0's checkpoint: %v", err)
 		}
+	}
+}
+
+// TestDataParallelAccumulates: with 3 batches per step, averaging after each batch
+// gives the step of one process.
+func TestDataParallelAccumulates(t *testing.T) {
+	ref, err := trainDenoiseCtx(context.Background(), t, nil, 8, 3, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGroup(2)
+	got := make([]*autodiff.Params, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Go(func() { got[r], errs[r] = trainDenoiseCtx(context.Background(), t, member{g, r}, 8, 3, "") })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if d := maxAbsDiff(ref, got[1]); d > 1e-12 {
+		t.Errorf("weights differ from one process's by %g, want <= 1e-12", d)
 	}
 }
 
@@ -318,7 +342,7 @@ func TestDataParallelCancelStopsAll(t *testing.T) {
 					return nil
 				}}
 			}
-			_, errs[r] = trainDenoiseCtx(ctx, t, member{g, r}, 20, dir, stopAt)
+			_, errs[r] = trainDenoiseCtx(ctx, t, member{g, r}, 20, 1, dir, stopAt)
 		})
 	}
 	wg.Wait()
