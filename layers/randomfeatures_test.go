@@ -90,3 +90,40 @@ func TestOrthogonalFeatures(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomFeatureConverges: with many features the random-feature layer computes the
+// exact layer's function (same parameters), causal and bidirectional, both kernels.
+func TestRandomFeatureConverges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	x := randDense(rng, 0.5, 2, 5, 4)
+	for _, cfg := range []AttentionConfig{
+		{Dim: 4, Heads: 2, Causal: true},
+		{Dim: 4, Heads: 2, Kernel: Gaussian{}, Bandwidth: BandwidthConfig{Mode: BandwidthHead, Init: 1.5}},
+	} {
+		outs := make([][]float64, 2)
+		for i, m := range []int{0, 20000} {
+			ps, _ := autodiff.NewParams(autodiff.Float64, 1)
+			c := cfg
+			c.RandomFeatures = m
+			a, err := NewKernelAttention(ps.Scope("a"), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := autodiff.NewModel(ps, func(g *autodiff.Graph) (autodiff.Outputs, error) {
+				return autodiff.Outputs{Values: map[string]*autodiff.Node{"y": a.Forward(g, g.Input("x"))}}, g.Err()
+			}, 0).Forward(map[string]*tensor.Dense{"x": x})
+			if err != nil {
+				t.Fatal(err)
+			}
+			outs[i] = res.Values["y"].Data().([]float64)
+		}
+		var worst float64
+		for j := range outs[0] {
+			worst = max(worst, math.Abs(outs[0][j]-outs[1][j]))
+		}
+		t.Logf("%+v: max |Δ| %.3g at m = 20000", cfg, worst)
+		if worst > 0.01 {
+			t.Errorf("%+v: max |Δ| %.3g at m = 20000, want <= 0.01", cfg, worst)
+		}
+	}
+}
