@@ -23,9 +23,9 @@ import (
 // exp(−‖k‖²/(2h²)), folded into φ(k).
 //
 // The local mean is then m_t = φ(q_t)ᵀ Σ_s φ(k_s) v_sᵀ / φ(q_t)ᵀ Σ_s φ(k_s): O(T·m·d)
-// time and memory without a causal order. With a causal order the sums run over s <= t;
-// this first version computes them as a masked product [φ(Q) φ(K)ᵀ ⊙ tril] V, O(T²·m)
-// time and O(T²) memory, so it only approximates the kernel there and saves nothing.
+// time and memory without a causal order. With a causal order the sums run over s <= t,
+// computed as running prefix sums by autodiff.Graph.CausalLinearAttention: O(T·m·d) time,
+// O(m·d) state per sequence and head.
 //
 // W is not a parameter and not stored in checkpoints: it is regenerated deterministically
 // from RandomFeatureSeed and the layer's scope name (FNV-1a), both fixed by the model's
@@ -198,19 +198,7 @@ func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff
 	v1 := g.Concat(2, v, g.ConstTensor([]int{n, tk, 1}, ones(n*tk))) // the ones column gives the denominators
 	var out *autodiff.Node
 	if mask.Causal {
-		tril := make([]float64, n*tq*tk)
-		for t := range tq {
-			for s := range tk {
-				if s <= t+mask.Offset {
-					for i := range n {
-						tril[(i*tq+t)*tk+s] = 1
-					}
-				}
-			}
-		}
-		w := g.BatchedMatMul(phiQ, phiK, false, true) // [N, Tq, Tk]
-		w = g.Mul(w, g.ConstTensor([]int{n, tq, tk}, tril))
-		out = g.BatchedMatMul(w, v1, false, false)
+		out = g.CausalLinearAttention(phiQ, phiK, v1, mask.Offset)
 	} else {
 		s := g.BatchedMatMul(phiK, v1, true, false) // [N, m, dv+1]
 		out = g.BatchedMatMul(phiQ, s, false, false)
