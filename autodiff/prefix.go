@@ -61,8 +61,12 @@ func (k causalLinearKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *
 // is S_t g_t) by the forward sweep of the prefix sums.
 func causalLinearFwd[T float](a, b, v, gout, out []T, as, vs tensor.Shape, offset int) {
 	n, tq, m, tk, d := as[0], as[1], as[2], vs[1], vs[2]
+	parallelFor(n, (tq+tk)*m*d, func(lo, hi int) { causalLinearFwdRows(a, b, v, gout, out, tq, m, tk, d, offset, lo, hi) })
+}
+
+func causalLinearFwdRows[T float](a, b, v, gout, out []T, tq, m, tk, d, offset, lo, hi int) {
 	s, acc := make([]float64, m*d), make([]float64, d)
-	for i := range n {
+	for i := lo; i < hi; i++ {
 		clear(s)
 		next := 0
 		for t := range tq {
@@ -109,8 +113,12 @@ func causalLinearBwd[T float](wrt int, a, b, v, gout, dst []T, as, vs tensor.Sha
 		return
 	}
 	n, tq, m, tk, d := as[0], as[1], as[2], vs[1], vs[2]
+	parallelFor(n, (tq+tk)*m*d, func(lo, hi int) { causalLinearBwdRows(wrt, a, b, v, gout, dst, tq, m, tk, d, offset, lo, hi) })
+}
+
+func causalLinearBwdRows[T float](wrt int, a, b, v, gout, dst []T, tq, m, tk, d, offset, lo, hi int) {
 	r, acc := make([]float64, m*d), make([]float64, d) // R_s = Σ_{t ≥ s−offset} a_t g_tᵀ
-	for i := range n {
+	for i := lo; i < hi; i++ {
 		clear(r)
 		t := tq - 1
 		for s := tk - 1; s >= 0; s-- {
