@@ -148,14 +148,36 @@ func scaleWidth(g *autodiff.Graph, x *autodiff.Node, h Width, pow float64) *auto
 	return g.ScaleRows(x, inv)
 }
 
-// features returns the exponent Wx [N, T, m] and ‖x‖²/2 [N, T] of x [N, T, dh].
-func (a *KernelAttention) features(g *autodiff.Graph, x *autodiff.Node) (wx, half *autodiff.Node) {
+// features returns the exponents Wx + coef·‖x‖² − c [N, T, m] of x [N, T, dh] in one
+// matrix product: the rows of x are extended by ‖x‖² and 1, the feature rows by coef and
+// −c, so that no [N, T, m] broadcast is formed.
+func (a *KernelAttention) features(g *autodiff.Graph, x *autodiff.Node, coef, c float64) *autodiff.Node {
 	xs := x.Shape()
-	m := a.cfg.RandomFeatures
-	w := g.ConstTensor([]int{1, m, a.DHead}, a.rf) // constants take no Reshape
-	wx = g.Reshape(g.BatchedMatMul(g.Reshape(x, []int{1, xs[0] * xs[1], a.DHead}), w, false, true), []int{xs[0], xs[1], m})
-	half = g.Scale(g.Sum(g.Square(x), 2), 0.5)
-	return wx, half
+	m, dh := a.cfg.RandomFeatures, a.DHead
+	w := make([]float64, m*(dh+2))
+	for j := range m {
+		copy(w[j*(dh+2):], a.rf[j*dh:(j+1)*dh])
+		w[j*(dh+2)+dh], w[j*(dh+2)+dh+1] = coef, -c
+	}
+	wc := g.ConstTensor([]int{1, m, dh + 2}, w) // constants take no Reshape
+	sq := g.Reshape(g.Sum(g.Square(x), 2), []int{xs[0], xs[1], 1})
+	xe := g.Concat(2, x, sq, g.ConstTensor([]int{xs[0], xs[1], 1}, ones(xs[0]*xs[1])))
+	e := g.BatchedMatMul(g.Reshape(xe, []int{1, xs[0] * xs[1], dh + 2}), wc, false, true)
+	return g.Reshape(e, []int{xs[0], xs[1], m})
+}
+
+// maxRowNorm2 returns the largest squared norm of the feature rows.
+func (a *KernelAttention) maxRowNorm2() float64 {
+	dh := a.DHead
+	var best float64
+	for j := range a.cfg.RandomFeatures {
+		var n2 float64
+		for _, x := range a.rf[j*dh : (j+1)*dh] {
+			n2 += x * x
+		}
+		best = max(best, n2)
+	}
+	return best
 }
 
 // randomFeatureMean is the local mean of v [N, Tk, dh] at queries q [N, Tq, dh] and keys
@@ -174,18 +196,18 @@ func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff
 	n, tq, tk, m := q.Shape()[0], q.Shape()[1], k.Shape()[1], a.cfg.RandomFeatures
 	// Queries: any factor constant over a query's features cancels in its normalisation,
 	// so φ(q) ∝ softmax(Wq) over the features (stable, ‖q‖² dropped).
-	wq, _ := a.features(g, qs)
-	phiQ := g.Softmax(wq, nil)
-	// Keys: exp(Wk − ‖k‖²/2 [− ‖k‖²/2 for the Gaussian kernel]), stabilised by one
-	// log-sum-exp per row n (a constant over all of n's keys, which cancels).
-	wk, half := a.features(g, ks)
+	phiQ := g.Softmax(a.features(g, qs, 0, 0), nil)
+	// Keys: exp(Wk − ‖k‖²/2) for the exponential kernel, exp(Wk − ‖k‖²) for the Gaussian
+	// (its per-key weight folded in), each divided by the constant exp(c) (which cancels):
+	// Wk − ‖k‖²/2 <= ‖w‖²/2 and Wk − ‖k‖² <= ‖w‖²/4, so with c the largest of these
+	// bounds no feature overflows. A key far from every w may underflow to 0 (a weight
+	// below e^−87 in float32); the denominators get a floor so that a query whose keys all
+	// underflow gives 0, not NaN.
+	coef, c := -0.5, a.maxRowNorm2()/2
 	if gauss {
-		half = g.Scale(half, 2)
+		coef, c = -1, a.maxRowNorm2()/4
 	}
-	one := g.ConstTensor([]int{n, tk, m}, ones(n*tk*m))
-	e := g.Sub(wk, g.ScaleRows(one, half))
-	lse := g.LogSumExp(g.Reshape(e, []int{n, 1, tk * m})) // [N, 1]
-	e = g.Sub(e, g.ScaleRows(one, g.MatMul(g.Reshape(lse, []int{n, 1}), g.ConstTensor([]int{1, tk}, ones(tk)))))
+	e := a.features(g, ks, coef, c)
 	phiK := g.Exp(e)
 	if opt.KeyMask != nil {
 		// the key mask [B, Tk] scales the rows of φ(K) laid out as [B, Tk, H·m]
@@ -205,5 +227,6 @@ func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff
 	}
 	num := g.Slice(out, 2, 0, dv)
 	den := g.Reshape(g.Slice(out, 2, dv, dv+1), []int{n, tq})
+	den = g.AddConst(den, 1e-30)
 	return g.ScaleRows(num, g.Div(g.ConstTensor([]int{n, tq}, ones(n*tq)), den))
 }
