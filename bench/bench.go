@@ -62,6 +62,8 @@ type Shape struct {
 	SeqLen, Batch int
 	Kernel        string // a kernel spec (layers.ParseKernel); "" is exponential
 	Tiling        layers.Tiling
+	// RandomFeatures m > 0 runs random-feature attention (layers.AttentionConfig).
+	RandomFeatures int
 }
 
 // NewShaped is New with the sizes and attention of s.
@@ -72,8 +74,8 @@ func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	if name == "dae" && (s.SeqLen > 0 || s.Batch > 0) {
 		return nil, fmt.Errorf("workload dae takes no sequence length or batch")
 	}
-	if name != "charlm" && (s.Kernel != "" || s.Tiling != layers.TilingAuto) {
-		return nil, fmt.Errorf("workload %s takes no kernel or tiling (charlm does)", name)
+	if name != "charlm" && (s.Kernel != "" || s.Tiling != layers.TilingAuto || s.RandomFeatures != 0) {
+		return nil, fmt.Errorf("workload %s takes no kernel, tiling or random features (charlm does)", name)
 	}
 	switch name {
 	case "charlm":
@@ -110,7 +112,7 @@ func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 		return nil, err
 	}
 	cfg := transformer.DefaultConfig(transformer.ArchLM, V, T)
-	cfg.Tiling = shape.Tiling
+	cfg.Tiling, cfg.RandomFeatures = shape.Tiling, shape.RandomFeatures
 	if shape.Kernel != "" {
 		if cfg.Kernel.Kernel, err = layers.ParseKernel(shape.Kernel); err != nil {
 			return nil, err
@@ -146,7 +148,7 @@ func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 	return &Workload{
 		Name: "charlm", Params: ps, Units: "tokens", PerStep: B * T,
 		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T, "batch": B, "lr": 3e-3,
-			"kernel": cfg.Kernel.String(), "tiling": cfg.Tiling.String()},
+			"kernel": cfg.Kernel.String(), "tiling": cfg.Tiling.String(), "random_features": cfg.RandomFeatures},
 		Step: trainStep(model, opt, ps, batches),
 	}, nil
 }

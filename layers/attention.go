@@ -29,6 +29,12 @@ type AttentionConfig struct {
 	// Tiling chooses between the local mean that keeps its weights (fast at short
 	// lengths) and the tiled one in O(T) memory; the zero value picks by length.
 	Tiling Tiling
+
+	// RandomFeatures m > 0 replaces the exponential or Gaussian kernel by m positive
+	// orthogonal random features (FAVOR+, randomfeatures.go); 0 is exact attention.
+	RandomFeatures int
+	// RandomFeatureSeed, mixed with the layer's scope name, draws the features.
+	RandomFeatureSeed uint64
 }
 
 // Tiling says when KernelAttention computes its local mean tile by tile
@@ -120,6 +126,8 @@ func (c AttentionConfig) Validate() error {
 		return fmt.Errorf("AttentionConfig.Rotary needs an even head width, got %d", c.Dim/c.Heads)
 	case c.RotaryBase < 0:
 		return fmt.Errorf("AttentionConfig.RotaryBase = %g, want >= 0", c.RotaryBase)
+	case c.RandomFeatures < 0:
+		return fmt.Errorf("AttentionConfig.RandomFeatures = %d, want > 0 (or 0 for exact attention)", c.RandomFeatures)
 	case c.Tiling < TilingAuto || c.Tiling > TilingAlways:
 		return fmt.Errorf("AttentionConfig.Tiling = %v, want auto, never or always", c.Tiling)
 	}
@@ -148,6 +156,7 @@ type KernelAttention struct {
 	cfg    AttentionConfig
 	bw     *bandwidth
 	scope  string
+	rf     []float64 // [RandomFeatures, DHead] feature rows, when RandomFeatures > 0
 }
 
 // NewKernelAttention creates the layer's parameters under s.
@@ -183,8 +192,14 @@ func NewKernelAttention(s autodiff.Scope, cfg AttentionConfig) (*KernelAttention
 	if _, uniform := contentOf(a.Kernel).(Uniform); uniform && learnsBandwidth(cfg.Bandwidth.Mode) {
 		return nil, fmt.Errorf("kernel attention %q: kernel %s has no bandwidth to learn (its content kernel is uniform): use the fixed bandwidth", s.Name(), a.Kernel.Name())
 	}
+	if err := randomFeatureCheck(cfg, a.Kernel); err != nil {
+		return nil, fmt.Errorf("kernel attention %q: %w", s.Name(), err)
+	}
 	if a.bw, err = newBandwidth(s.Sub("bandwidth"), cfg.Bandwidth, cfg.Dim, cfg.Heads, a.DHead, cfg.Init); err != nil {
 		return nil, err
+	}
+	if cfg.RandomFeatures > 0 {
+		a.rf = OrthogonalFeatures(cfg.RandomFeatures, a.DHead, featureSeed(cfg.RandomFeatureSeed, s.Name()))
 	}
 	return a, nil
 }
@@ -225,7 +240,7 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if a.standard() || a.tiledInFeatures(g, mem) {
+	if a.cfg.RandomFeatures == 0 && (a.standard() || a.tiledInFeatures(g, mem)) {
 		return a.attendFused(g, x, mem, opt)
 	}
 	k, v := a.KeysValues(g, mem, 0)
@@ -355,6 +370,12 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	}
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
 	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq)
+	if a.cfg.RandomFeatures > 0 {
+		hk := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tk)
+		m := a.randomFeatureMean(g, q, k, v, h, hk, opt, mask) // [B·H, Tq, dh]
+		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
+		return a.O.Forward(g, merged)
+	}
 	if pk, ok := a.pairKernel(); ok && a.tiles(g, tk) {
 		m := a.tiledMean(g, pk, q, k, v, h, opt, mask, tq, tk, false) // [B·H, Tq, dh]
 		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})

@@ -121,4 +121,12 @@
 // its own file), position kernels give a table over relative positions
 // (RelativePositionKernel), and boxes skip whole tiles, so a window of w keys costs O(T·w).
 // Mixture kernels keep the stored weights at every length.
+//
+// With AttentionConfig.RandomFeatures = m > 0 (randomfeatures.go), the exponential and
+// Gaussian kernels, alone or times causal, at a fixed, per-layer or per-head bandwidth,
+// are approximated by m positive orthogonal random features (FAVOR+): O(T·m·d_head) time
+// and memory, causal order by autodiff's CausalLinearAttention prefix sums. The features
+// are regenerated from RandomFeatureSeed and the layer's scope name; other kernels,
+// windows, hollow attention and per-query or kNN bandwidths are refused by
+// NewKernelAttention.
 package layers

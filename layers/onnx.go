@@ -230,6 +230,9 @@ func onnxPositions(g *onnx.Graph, x, mem string, m autodiff.Mask) ONNXPositions 
 // into g (self-attention when mem is x), returning [B, Tq, Dim]; maxLen bounds the
 // positions of rotary embeddings.
 func (a *KernelAttention) ONNX(g *onnx.Graph, x, mem string, maxLen int) string {
+	if a.cfg.RandomFeatures > 0 {
+		return g.Failf("kernel attention %q: random-feature attention has no ONNX export", a.scope)
+	}
 	q := a.onnxSplitHeads(g, a.Q.ONNX(g, x))
 	k := a.onnxSplitHeads(g, a.K.ONNX(g, mem))
 	v := a.onnxSplitHeads(g, a.V.ONNX(g, mem))

@@ -73,6 +73,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn: batch size (0: the workload's)")
 	fs.StringVar(&shape.Kernel, "kernel", "", "charlm: attention kernel spec (default exponential)")
 	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
+	fs.IntVar(&shape.RandomFeatures, "random-features", 0, "charlm: random-feature attention with M features (0: exact)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ type peerResult struct {
 
 // shapeArgs returns the flags that give a sub-process the sizes and attention of s.
 func shapeArgs(s bench.Shape) []string {
-	return []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-kernel", s.Kernel, "-tiling", s.Tiling.String()}
+	return []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-kernel", s.Kernel, "-tiling", s.Tiling.String(), "-random-features", strconv.Itoa(s.RandomFeatures)}
 }
 
 func runCompare(names []string, steps, warmup int, seed uint64, threads int, shape bench.Shape, python, peer string, asJSON bool, stdout, stderr io.Writer) error {

@@ -52,6 +52,9 @@ func (daeFamily) configs(f *trainFlags) (any, any, error) {
 	} else if f.set["kernel"] {
 		return nil, nil, usageErrorf("-kernel is for -model transformer or ldae")
 	}
+	if f.randomFeatures != 0 {
+		return nil, nil, usageErrorf("-random-features is for -model transformer")
+	}
 	cfg.Noise, cfg.Sigma = f.noise, f.sigma
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErrorf("%v", err)

@@ -58,6 +58,7 @@ func (transformerFamily) configs(f *trainFlags) (any, any, error) {
 	cfg.Kernel, cfg.Bandwidth, cfg.Positions = f.kernel, f.bandwidth, f.positions
 	cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden = f.layers, f.dmodel, f.heads, f.dff
 	cfg.PostLN, cfg.Dropout = f.postLN, f.dropout
+	cfg.RandomFeatures = f.randomFeatures
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
@@ -85,6 +86,7 @@ func (transformerFamily) toFlags(model, data json.RawMessage, f *trainFlags) err
 	f.model, f.task, f.arch = "transformer", d.Task, cfg.Arch
 	f.kernel, f.bandwidth, f.positions = cfg.Kernel, cfg.Bandwidth, cfg.Positions
 	f.layers, f.dmodel, f.heads, f.dff, f.postLN, f.dropout = cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden, cfg.PostLN, cfg.Dropout
+	f.randomFeatures = cfg.RandomFeatures
 	f.seqLen, f.corruptRate, f.corruptMode = d.TaskConfig.SeqLen, d.TaskConfig.CorruptRate, d.TaskConfig.CorruptMode
 	if d.Task == transformer.CharLM {
 		f.seqLen = d.SeqLen

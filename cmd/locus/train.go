@@ -40,6 +40,7 @@ type trainFlags struct {
 	bandwidth                             layers.BandwidthMode
 	positions                             layers.PositionEncoding
 	layers, dmodel, heads, dff, seqLen    int
+	randomFeatures                        int
 	batch                                 int
 	postLN                                bool
 	dropout, corruptRate, sigma           float64
@@ -53,7 +54,7 @@ type trainFlags struct {
 }
 
 // modelFlags are the flags of the model and its data.
-var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
+var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
 
 // defineTrainFlags binds locus train's flags to f's fields.
 func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
@@ -69,6 +70,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.IntVar(&f.dff, "dff", 256, "feed-forward width")
 	fs.BoolVar(&f.postLN, "postln", false, "post-LN blocks instead of pre-LN")
 	fs.Float64Var(&f.dropout, "dropout", 0, "dropout probability")
+	fs.IntVar(&f.randomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")
 	fs.IntVar(&f.batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (parameters and data)")
 	fs.IntVar(&f.seqLen, "seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
@@ -93,6 +95,9 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.set["random-features"] && f.randomFeatures <= 0 { // 0 is exact attention, but not a value to give
+		return usageErrorf("-random-features must be > 0, got %d (leave it out for exact attention)", f.randomFeatures)
+	}
 	comm, stdout, stderr, err := joinRun(stdout, stderr)
 	if err != nil {
 		return err

@@ -83,6 +83,10 @@ type Config struct {
 	// Tiling chooses the attention's local mean: auto (by length), never or always tiled
 	// (O(T) memory); every choice computes the same function.
 	Tiling layers.Tiling `json:"tiling,omitempty"`
+	// RandomFeatures m > 0 approximates the exponential or Gaussian kernel of every
+	// attention layer by m positive random features (layers.AttentionConfig.
+	// RandomFeatures, FAVOR+); 0 is exact attention.
+	RandomFeatures int `json:"random_features,omitempty"`
 }
 
 // Size limits of Validate: far above any model Locus trains on one machine, low enough
@@ -143,6 +147,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("transformer: layers %d, want 1 to %d", c.Layers, MaxLayers)
 	case c.Hidden < 0 || c.Hidden > 4*MaxDim:
 		return fmt.Errorf("transformer: hidden %d, want 0 to %d (0 means 4·dim)", c.Hidden, 4*MaxDim)
+	case c.RandomFeatures < 0:
+		return fmt.Errorf("transformer: random features %d, want > 0 (or 0 for exact attention)", c.RandomFeatures)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("transformer: dropout %g, want 0 <= p < 1", c.Dropout)
 	}
@@ -209,6 +215,8 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 				Causal:    causal,
 				Rotary:    cfg.Positions == layers.PositionsRotary,
 				Tiling:    cfg.Tiling,
+
+				RandomFeatures: cfg.RandomFeatures,
 			},
 		}
 	}
