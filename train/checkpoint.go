@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
@@ -406,7 +408,7 @@ func (ck *Checkpoint) ApplyParams(ps *autodiff.Params) error {
 			fail("tensor %q: dtype %v, want float32 or float64", p.Name(), t.Dtype())
 		}
 	}
-	for _, name := range sortedKeys(ck.Params) {
+	for _, name := range slices.Sorted(maps.Keys(ck.Params)) {
 		if ps.Get(name) == nil {
 			var shape string
 			if t := ck.Params[name]; t != nil {

@@ -2,7 +2,9 @@ package train
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"gorgonia.org/tensor"
 )
@@ -10,7 +12,7 @@ import (
 // checkFinite returns an error naming the first tensor of ts, in name order, that holds
 // a NaN or an infinity, with the index of the value.
 func checkFinite(ts map[string]*tensor.Dense) error {
-	for _, name := range sortedKeys(ts) {
+	for _, name := range slices.Sorted(maps.Keys(ts)) {
 		t := ts[name]
 		if t == nil {
 			continue

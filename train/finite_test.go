@@ -3,8 +3,10 @@ package train
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,7 +58,7 @@ func TestNonFiniteCheckpointIsRefused(t *testing.T) {
 			if file == OptimizerFile {
 				ts = ck.Optimizer
 			}
-			name := sortedKeys(ts)[len(ts)-1]
+			name := slices.Sorted(maps.Keys(ts))[len(ts)-1]
 			switch d := ts[name].Data().(type) {
 			case []float32:
 				d[len(d)-1] = float32(v)

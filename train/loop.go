@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -515,7 +516,7 @@ func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 			return fmt.Errorf("train: step %d: evaluate: %w", l.step, err)
 		}
 		val = m
-		l.lastEval, l.lastEvalStep = maps(m), l.step
+		l.lastEval, l.lastEvalStep = cloneMetrics(m), l.step
 	}
 	var obs Metrics
 	if evalNow && recordNow && l.Observe != nil {
@@ -561,15 +562,12 @@ func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 	return nil
 }
 
-func maps(m Metrics) Metrics {
+// cloneMetrics returns a copy of m, never nil.
+func cloneMetrics(m Metrics) Metrics {
 	if m == nil {
 		return Metrics{}
 	}
-	c := make(Metrics, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
+	return maps.Clone(m)
 }
 
 func appendRecord(path string, r Record) error {
@@ -592,7 +590,7 @@ func appendRecord(path string, r Record) error {
 func (l *Loop) trackBest(r Record) error {
 	v, ok := r.Metrics[l.Best]
 	if !ok {
-		return fmt.Errorf("train: step %d: best metric %q is not among the recorded metrics %v", l.step, l.Best, sortedKeys(r.Metrics))
+		return fmt.Errorf("train: step %d: best metric %q is not among the recorded metrics %v", l.step, l.Best, slices.Sorted(maps.Keys(r.Metrics)))
 	}
 	better := l.state.BestStep == 0
 	if !math.IsNaN(v) && !better {

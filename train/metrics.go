@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"gonum.org/v1/plot/plotter"
@@ -47,7 +49,7 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteString(`{"step":`)
 	b.WriteString(strconv.Itoa(r.Step))
-	for _, k := range sortedKeys(r.Metrics) {
+	for _, k := range slices.Sorted(maps.Keys(r.Metrics)) {
 		if k == recordStepField {
 			continue
 		}

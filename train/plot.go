@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -304,7 +306,7 @@ func PlotBandwidths(path, title string, history []Record) error {
 	p.X.Tick.Marker = NiceTicks{}
 	p.Y.Tick.Marker = NiceTicks{}
 	layerIndex := map[string]int{}
-	for _, k := range sortedKeys(names) {
+	for _, k := range slices.Sorted(maps.Keys(names)) {
 		base, stat := k, ""
 		for _, s := range BandwidthStats {
 			if strings.HasSuffix(k, "."+s) {

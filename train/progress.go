@@ -3,8 +3,10 @@ package train
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,7 +69,7 @@ func formatRecord(r Record, steps int, items string) string {
 	if v, ok := r.Metrics[MetricLoss]; ok {
 		fmt.Fprintf(&b, "  loss %s", formatValue(v))
 	}
-	for _, k := range sortedKeys(r.Metrics) {
+	for _, k := range slices.Sorted(maps.Keys(r.Metrics)) {
 		if strings.HasPrefix(k, ValPrefix) {
 			fmt.Fprintf(&b, "  %s %s", k, formatValue(r.Metrics[k]))
 		}

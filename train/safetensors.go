@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/locusml/locus/internal/regularfile"
 	"github.com/nlpodyssey/safetensors"
@@ -65,7 +65,7 @@ func (v view) DataLen() uint64          { return uint64(len(v.data)) }
 // writeSafetensors encodes tensors to w and returns the number of bytes written.
 func writeSafetensors(w io.Writer, tensors map[string]*tensor.Dense, metadata map[string]string) (int64, error) {
 	views := make(map[string]view, len(tensors))
-	for _, name := range sortedKeys(tensors) {
+	for _, name := range slices.Sorted(maps.Keys(tensors)) {
 		v, err := encodeTensor(tensors[name])
 		if err != nil {
 			return 0, fmt.Errorf("tensor %q: %w", name, err)
@@ -261,15 +261,6 @@ func decodeTensor(tv safetensors.TensorView) (*tensor.Dense, error) {
 		return nil, fmt.Errorf("empty tensor of shape %v is not supported", shape)
 	}
 	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(backing)), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // shapeString formats a shape as [3 4], the way error messages show shapes.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -224,7 +226,7 @@ func printBandwidths(w io.Writer, ld *loaded) error {
 			return err
 		}
 		if per != nil {
-			names := sortedKeys(per)
+			names := slices.Sorted(maps.Keys(per))
 			sort.Slice(names, func(i, j int) bool { return naturalLess(names[i], names[j]) })
 			table := map[string][]float64{}
 			for _, l := range names {

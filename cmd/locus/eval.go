@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
@@ -53,7 +55,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return json.NewEncoder(stdout).Encode(met)
 	}
 	fmt.Fprintf(stdout, "%s (step %d, %s):", ld.ck.Dir, ld.ck.Step, ld.sess.describe())
-	for _, k := range sortedKeys(met) {
+	for _, k := range slices.Sorted(maps.Keys(met)) {
 		fmt.Fprintf(stdout, "  %s %.4f", k, met[k])
 	}
 	fmt.Fprintln(stdout)
@@ -218,7 +220,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		total += t.Shape().TotalSize()
 	}
 	fmt.Fprintf(stdout, "tensors (%d, %d parameters):\n", len(ck.Params), total)
-	for _, name := range sortedKeys(ck.Params) {
+	for _, name := range slices.Sorted(maps.Keys(ck.Params)) {
 		t := ck.Params[name]
 		fmt.Fprintf(stdout, "  %-28s %v %v\n", name, t.Dtype(), t.Shape())
 	}

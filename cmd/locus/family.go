@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,7 +91,7 @@ func checkpointFamily(ck *train.Checkpoint) (string, family, error) {
 	}
 	f, ok := families[name]
 	if !ok {
-		return name, nil, fmt.Errorf("%s: model family %q is not one the command line knows (%s)", ck.Dir, name, strings.Join(sortedKeys(families), ", "))
+		return name, nil, fmt.Errorf("%s: model family %q is not one the command line knows (%s)", ck.Dir, name, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
 	}
 	return name, f, nil
 }
@@ -176,15 +178,6 @@ func checkConfigs(ck *train.Checkpoint) error {
 // errNoData is the error of a session opened without a data configuration.
 func errNoData(what string) error {
 	return fmt.Errorf("the checkpoint has no data configuration, so %s is not possible (inspect and export still work)", what)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // loadModelOnly rebuilds a checkpoint's model with its weights but without its data,

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -119,7 +121,7 @@ func renderKernels(ld *loaded, title string) ([]byte, error) {
 	if len(bws) == 0 {
 		return nil, fmt.Errorf("%s: no bandwidths to draw the kernel at", ld.ck.Dir)
 	}
-	layerNames := sortedKeys(bws)
+	layerNames := slices.Sorted(maps.Keys(bws))
 	sort.Slice(layerNames, func(i, j int) bool { return naturalLess(layerNames[i], layerNames[j]) })
 	parts := kernelParts(kern)
 	hasBias := false
@@ -276,7 +278,7 @@ func biasPlot(ck *train.Checkpoint, layer string) *plot.Plot {
 // kernelParam returns the first of a layer's kernel parameters (in name order) whose
 // name starts with layer+prefix and ends with suffix, or nil.
 func kernelParam(ck *train.Checkpoint, layer, prefix, suffix string) *tensor.Dense {
-	for _, name := range sortedKeys(ck.Params) {
+	for _, name := range slices.Sorted(maps.Keys(ck.Params)) {
 		if strings.HasPrefix(name, layer+prefix) && strings.HasSuffix(name, suffix) {
 			return ck.Params[name]
 		}

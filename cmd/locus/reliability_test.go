@@ -5,9 +5,11 @@ package main
 import (
 	"encoding/binary"
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -235,7 +237,7 @@ func poison(t *testing.T, run, file string, v float32) string {
 	if file == train.OptimizerFile {
 		ts = ck.Optimizer
 	}
-	names := sortedKeys(ts)
+	names := slices.Sorted(maps.Keys(ts))
 	name := names[len(names)-1]
 	d := ts[name].Data().([]float32)
 	d[len(d)-1] = v

@@ -5,10 +5,12 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/locusml/locus/train"
@@ -102,7 +104,7 @@ func checkKeys(raw []byte, t reflect.Type, file, prefix string) error {
 		if json.Unmarshal(raw, &m) != nil {
 			return nil // the decoder reports it
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if _, ok := settingsFlags[k]; !ok {
 				return unknownKey(file, prefix, k, settingsKeys())
 			}
@@ -118,7 +120,7 @@ func checkKeys(raw []byte, t reflect.Type, file, prefix string) error {
 		return nil
 	}
 	fields := jsonFields(t)
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		ft, ok := fields[k]
 		if !ok {
 			for name, f := range fields { // encoding/json matches case-insensitively
@@ -128,7 +130,7 @@ func checkKeys(raw []byte, t reflect.Type, file, prefix string) error {
 			}
 		}
 		if !ok {
-			return unknownKey(file, prefix, k, sortedKeys(fields))
+			return unknownKey(file, prefix, k, slices.Sorted(maps.Keys(fields)))
 		}
 		if bytes.HasPrefix(bytes.TrimSpace(m[k]), []byte("{")) {
 			if err := checkKeys(m[k], ft, file, prefix+k+"."); err != nil {

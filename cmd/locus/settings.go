@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -229,7 +230,7 @@ func readSettings(raw json.RawMessage, fs *flag.FlagSet, st *trainSettings, what
 		}
 	}
 	given := map[string]bool{}
-	keys := sortedKeys(m)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		name, ok := settingsFlags[k]
 		if !ok {

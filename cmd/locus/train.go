@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -137,7 +138,7 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 			return err
 		}
 		if fam = families[rc.Family]; fam == nil {
-			return fmt.Errorf("%s: model family %q is not one the command line knows (%s)", f.config, rc.Family, strings.Join(sortedKeys(families), ", "))
+			return fmt.Errorf("%s: model family %q is not one the command line knows (%s)", f.config, rc.Family, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
 		}
 		saved, err := f.takeFrom(fs, savedRun{fam, rc.ModelConfig, rc.DataConfig, rc.Train, f.config}, false)
 		if err != nil {
@@ -312,7 +313,7 @@ func (f *trainFlags) expressible(model json.RawMessage, what string) error {
 		return err
 	}
 	var differ []string
-	for _, k := range sortedKeys(a) {
+	for _, k := range slices.Sorted(maps.Keys(a)) {
 		if !reflect.DeepEqual(a[k], b[k]) {
 			differ = append(differ, k)
 		}
@@ -403,7 +404,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		return err
 	}
 	fmt.Fprintf(stdout, "step %d  train loss %.4f", sum.Step, sum.Loss)
-	for _, k := range sortedKeys(sum.Eval) {
+	for _, k := range slices.Sorted(maps.Keys(sum.Eval)) {
 		fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
 	}
 	fmt.Fprintf(stdout, "  %.0f %s/s  %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8))
@@ -421,7 +422,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		}
 	}
 	bw := s.bandwidths()
-	for _, k := range sortedKeys(bw) {
+	for _, k := range slices.Sorted(maps.Keys(bw)) {
 		fmt.Fprintf(stdout, "bandwidth %s = %.4g\n", k, bw[k])
 	}
 	return nil
