@@ -36,8 +36,8 @@ func (c Config) ParamEstimate() uint64 {
 // of seqLen tokens needs: the parameters with their gradients and Adam's two moments
 // (4 copies), and the activations kept for the backward pass: per block the residual
 // stream, queries, keys, values and feed-forward hidden units (B·T·(6d + d_ff)), the
-// attention scores and weights (2·B·heads·T², or 2·B·heads·T where the attention can be
-// tiled or uses random features), and the logits with their softmax (2·B·T·vocab).
+// attention scores and weights (2·B·heads·T²), and the logits with their softmax
+// (2·B·T·vocab).
 func (c Config) MemoryEstimate(batch, seqLen int) uint64 {
 	b, t := float64(batch), float64(seqLen)
 	d, h := float64(c.Dim), float64(c.Hidden)
@@ -48,13 +48,7 @@ func (c Config) MemoryEstimate(batch, seqLen int) uint64 {
 	if c.Arch == ArchEncDec {
 		blocks *= 2
 	}
-	scores := 2 * b * float64(c.Heads) * t * t
-	if c.RandomFeatures > 0 || c.Tiling == layers.TilingAlways || c.Tiling == layers.TilingAuto && seqLen >= layers.TiledMinKeys {
-		// The attention may run tile by tile (or on random features): no T² weights
-		// are kept, only per-query statistics, so the lower bound has none.
-		scores = 2 * b * float64(c.Heads) * t
-	}
-	act := blocks*(b*t*(6*d+h)+scores) + 2*b*t*float64(c.Vocab)
+	act := blocks*(b*t*(6*d+h)+2*b*float64(c.Heads)*t*t) + 2*b*t*float64(c.Vocab)
 	return saturate(4 * (4*float64(c.ParamEstimate()) + act))
 }
 
