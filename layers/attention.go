@@ -256,10 +256,10 @@ func (a *KernelAttention) standard() bool {
 }
 
 // tiledInFeatures reports whether Attend over mem runs the tiled local mean on the
-// [B, T, Dim] layout: a kernel it can evaluate, no rotary embedding, and a bandwidth that
-// does not need the split keys (every mode but kNN).
+// [B, T, Dim] layout: a kernel it can evaluate and no rotary embedding (every bandwidth
+// mode works there; kNN reads the projections in that layout too).
 func (a *KernelAttention) tiledInFeatures(g *autodiff.Graph, mem *autodiff.Node) bool {
-	if mem == nil || len(mem.Shape()) != 3 || !a.tiles(g, mem.Shape()[1]) || a.cfg.Rotary || a.bw.cfg.Mode == BandwidthKNN {
+	if mem == nil || len(mem.Shape()) != 3 || !a.tiles(g, mem.Shape()[1]) || a.cfg.Rotary {
 		return false
 	}
 	_, ok := a.pairKernel()
@@ -295,7 +295,7 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	}
 	pk, _ := a.pairKernel()
 	mask = restrictMask(a.Kernel, mask)
-	h := a.bw.width(g, x, nil, nil, opt.KeyMask, mask, xs[0], xs[1])
+	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, xs[0], xs[1], true)
 	return a.O.Forward(g, a.tiledMean(g, pk, q, k, v, h, opt, mask, xs[1], ms[1], true))
 }
 
@@ -369,9 +369,9 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 		q = ApplyRotary(g, q, opt.Offset, a.cfg.RotaryBase)
 	}
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
-	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq)
+	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq, false)
 	if a.cfg.RandomFeatures > 0 {
-		hk := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tk)
+		hk := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tk, false)
 		m := a.randomFeatureMean(g, q, k, v, h, hk, opt, mask) // [B·H, Tq, dh]
 		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
 		return a.O.Forward(g, merged)

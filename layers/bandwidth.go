@@ -169,8 +169,9 @@ func (b *bandwidth) values() []float64 {
 }
 
 // width resolves the bandwidth for one pass. x is the query input [B, Tq, d]; q and k are
-// the per-head queries and keys [B·H, Tq, dh] and [B·H, Tk, dh].
-func (b *bandwidth) width(g *autodiff.Graph, x, q, k, keyMask *autodiff.Node, mask autodiff.Mask, batch, tq int) Width {
+// the per-head queries and keys [B·H, Tq, dh] and [B·H, Tk, dh], or with inFeatures the
+// projections [B, Tq, H·dh] and [B, Tk, H·dh] (only kNN reads them).
+func (b *bandwidth) width(g *autodiff.Graph, x, q, k, keyMask *autodiff.Node, mask autodiff.Mask, batch, tq int, inFeatures bool) Width {
 	switch b.cfg.Mode {
 	case BandwidthFixed:
 		return Fixed(b.h0)
@@ -184,7 +185,7 @@ func (b *bandwidth) width(g *autodiff.Graph, x, q, k, keyMask *autodiff.Node, ma
 		h = g.Transpose(h, 0, 2, 1)
 		return Width{Node: g.Reshape(h, []int{batch * b.heads, tq})}
 	case BandwidthKNN:
-		return KNNWidth(g, q, k, keyMask, b.cfg.k(), b.hmin, mask, b.heads)
+		return knnWidth(g, q, k, keyMask, b.cfg.k(), b.hmin, mask, b.heads, inFeatures)
 	}
 	return Width{Node: g.Fail(fmt.Errorf("bandwidth: unknown mode %v", b.cfg.Mode))}
 }
@@ -206,19 +207,21 @@ func ones(n int) []float64 {
 // KNNWidth returns the k-nearest-neighbour bandwidth of queries q [N, Tq, d] over keys
 // k [N, Tk, d]: per query, the Euclidean distance to its k-th nearest key among those
 // that mask and keyMask ([B, Tk] with N = B·heads, or nil) allow, plus hmin > 0. The
-// gradient flows through that distance but not through the choice of neighbour.
+// gradient flows through that distance but not through the choice of neighbour. It keeps
+// O(N·Tq) values (autodiff.Graph.KNNDistance), not the N·Tq·Tk distances.
 func KNNWidth(g *autodiff.Graph, q, k, keyMask *autodiff.Node, kth int, hmin float64, mask autodiff.Mask, heads int) Width {
+	return knnWidth(g, q, k, keyMask, kth, hmin, mask, heads, false)
+}
+
+// knnWidth is KNNWidth, with inFeatures for queries and keys in the [B, T, heads·d]
+// layout of the fused paths.
+func knnWidth(g *autodiff.Graph, q, k, keyMask *autodiff.Node, kth int, hmin float64, mask autodiff.Mask, heads int, inFeatures bool) Width {
 	if !checkQK(g, "knn bandwidth", q, k) {
 		return Width{}
 	}
 	if !(hmin > 0) {
 		return Width{Node: g.Fail(fmt.Errorf("knn bandwidth: hmin = %g, want > 0", hmin))}
 	}
-	qs, ks := q.Shape(), k.Shape()
-	if heads <= 0 || qs[0]%heads != 0 {
-		return Width{Node: g.Fail(fmt.Errorf("knn bandwidth: %d heads do not divide %d rows", heads, qs[0]))}
-	}
-	d := g.Reshape(g.PairwiseDist(q, k, false), []int{qs[0] / heads, heads, qs[1], ks[1]})
-	h := g.KthSmallest(d, keyMask, kth, mask)
-	return Width{Node: g.AddConst(g.Reshape(h, []int{qs[0], qs[1]}), hmin)}
+	h := g.KNNDistance(q, k, autodiff.KNNOptions{K: kth, Mask: mask, KeyMask: keyMask, Heads: heads, HeadsInFeatures: inFeatures})
+	return Width{Node: g.AddConst(h, hmin)}
 }
