@@ -171,29 +171,55 @@ func (a knnCand[T]) after(b knnCand[T]) bool {
 }
 
 func knnFwd[T float](gm knnGeom, kth int, mask Mask, q, k, keyMask []T, idx []int, out []T) {
+	_, f32 := any(q).([]float32)
+	avx := f32 && hasAVX512 && gm.d > 0
 	parallelFor(gm.problems, gm.tq*gm.tk*gm.d, func(lo, hi int) {
 		heap := make([]knnCand[T], 0, kth) // a max-heap on "ranks after" of the best kth
+		row := make([]T, gm.tk)            // one query's distances: O(Tk) per worker
+		var kt []float32                   // AVX-512: the keys of one problem as [d, Tk]
+		if avx {
+			kt = make([]float32, gm.d*gm.tk)
+		}
 		for p := lo; p < hi; p++ {
 			var km []T
 			if keyMask != nil {
 				b := p / gm.heads
 				km = keyMask[b*gm.tk : (b+1)*gm.tk]
 			}
+			if avx {
+				k32 := any(k).([]float32)
+				for s := 0; s < gm.tk; s++ {
+					for i, v := range k32[gm.base(p, s, gm.tk):][:gm.d] {
+						kt[i*gm.tk+s] = v
+					}
+				}
+			}
 			for t := 0; t < gm.tq; t++ {
 				qt := q[gm.base(p, t, gm.tq):][:gm.d]
 				first, last, self := mask.visible(t, gm.tk)
+				if avx {
+					// The kernel PairwiseDist uses, so that float32 distances are the same.
+					r32, q32 := any(row).([]float32), any(qt).([]float32)
+					for s0 := first; s0 < last; s0 += 16 {
+						sqDistsAVX512(&q32[0], gm.d, &kt[s0], gm.tk, &r32[s0], laneMask(last-s0), true)
+					}
+				} else {
+					for j := first; j < last; j++ {
+						kj := k[gm.base(p, j, gm.tk):][:gm.d]
+						var s T
+						for i, qi := range qt {
+							di := qi - kj[i]
+							s += di * di
+						}
+						row[j] = T(math.Sqrt(float64(s)))
+					}
+				}
 				heap = heap[:0]
 				for j := first; j < last; j++ {
 					if j == self || (km != nil && km[j] == 0) {
 						continue
 					}
-					kj := k[gm.base(p, j, gm.tk):][:gm.d]
-					var s T
-					for i, qi := range qt {
-						di := qi - kj[i]
-						s += di * di
-					}
-					c := knnCand[T]{T(math.Sqrt(float64(s))), j}
+					c := knnCand[T]{row[j], j}
 					if len(heap) < kth {
 						heap = append(heap, c)
 						knnUp(heap, len(heap)-1)

@@ -115,16 +115,28 @@ func TestKNNDistanceGradients(t *testing.T) {
 	}
 }
 
-// TestKNNDistanceFloat32 runs the op in float32 against float64 on the same inputs.
+// TestKNNDistanceFloat32 runs the op in float32 (the AVX-512 distance kernel where the CPU
+// has it, and the plain loop) against float64 on the same inputs, and against
+// KthSmallest(PairwiseDist) in float32, which must give the same distances exactly.
 func TestKNNDistanceFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(51, 52))
-	q, k := randTensor(rng, 1, 2, 40, 32), randTensor(rng, 1, 2, 40, 32)
-	opt := KNNOptions{K: 4, Mask: Mask{Causal: true}, Heads: 2, HeadsInFeatures: true}
-	f := func(g *Graph, p map[string]*Node) *Node { return g.KNNDistance(p["q"], p["k"], opt) }
+	q, k := randTensor(rng, 1, 2, 40, 32), randTensor(rng, 1, 2, 37, 32)
+	opt := KNNOptions{K: 4, Mask: Mask{Causal: true, Offset: 0, Window: 20}, Heads: 2, HeadsInFeatures: true}
 	in := map[string]*tensor.Dense{"q": q, "k": k}
-	want := evalOp(t, Float64, false, nil, in, f)
-	got := evalOp(t, Float32, false, nil, in, f)
-	checkValues(t, "float32 distance", got, want, 1e-5, 1e-6)
+	fused := func(g *Graph, p map[string]*Node) *Node { return g.KNNDistance(p["q"], p["k"], opt) }
+	ref := func(g *Graph, p map[string]*Node) *Node { return knnReference(g, p["q"], p["k"], nil, opt) }
+	want := evalOp(t, Float64, false, nil, in, fused)
+	paths := []bool{false}
+	if hasAVX512 {
+		paths = append(paths, true)
+	}
+	defer func(h bool) { hasAVX512 = h }(hasAVX512)
+	for _, avx := range paths {
+		hasAVX512 = avx
+		got := evalOp(t, Float32, false, nil, in, fused)
+		checkValues(t, fmt.Sprintf("avx512=%v: float32 distance vs float64", avx), got, want, 1e-5, 1e-6)
+		checkValues(t, fmt.Sprintf("avx512=%v: float32 distance vs KthSmallest", avx), got, evalOp(t, Float32, false, nil, in, ref), 0, 0)
+	}
 }
 
 func TestKNNDistanceErrors(t *testing.T) {
