@@ -33,9 +33,10 @@ func (g *Graph) Tap(name string, n *Node) {
 }
 
 // LocalMeanWeights returns the normalised weights w [..., Tq, Tk] that the local-mean op
-// producing m (the output of LocalMean, or of Attention) uses in the same run: the
-// op's own weights, copied after its forward pass, not a recomputation. For LocalMean
-// they have the shape of its scores; for Attention they are [B, H, Tq, Tk]. visible has
+// producing m (the output of LocalMean, Attention or KernelAttention) uses in the same
+// run: the op's own weights, copied after its forward pass, not a recomputation. For
+// LocalMean they have the shape of its scores; for the others they are [B, H, Tq, Tk].
+// visible has
 // the same shape: 1 where the key is visible to the query, 0 where the op's Mask
 // (causal, window, hollow) or its key mask hides it, so that a hidden key (weight 0 by
 // construction) can be told from a visible key of zero kernel weight. Neither output is
@@ -46,7 +47,7 @@ func (g *Graph) LocalMeanWeights(m *Node) (weights, visible *Node) {
 	}
 	op, ok := m.n.Op().(*fwdOp)
 	if !ok {
-		g.failf("LocalMeanWeights: %v is not the output of LocalMean or Attention", m)
+		g.failf("LocalMeanWeights: %v is not the output of LocalMean, Attention or KernelAttention", m)
 		return nil, nil
 	}
 	src := weightSource{op: op}
@@ -64,8 +65,16 @@ func (g *Graph) LocalMeanWeights(m *Node) (weights, visible *Node) {
 		src.mask, src.keyMasked, src.heads, keyMask = k.mask, k.keyMasked, k.heads, k.keyMask
 		qs, vs := op.inShapes[0], op.inShapes[2]
 		src.shape = tensor.Shape{qs[0], k.heads, qs[1], vs[1]}
+	case *kernelAttention:
+		src.mask, src.keyMasked, src.heads, keyMask = k.mask, k.maskIn > 0, k.heads, k.keyMask
+		qs, vs := op.inShapes[0], op.inShapes[2]
+		b := qs[0]
+		if !k.headsInFeatures {
+			b /= k.heads
+		}
+		src.shape = tensor.Shape{b, k.heads, qs[1], vs[1]}
 	default:
-		g.failf("LocalMeanWeights: %v is the output of %s, not of LocalMean or Attention", m, op.name)
+		g.failf("LocalMeanWeights: %v is the output of %s, not of LocalMean, Attention or KernelAttention", m, op.name)
 		return nil, nil
 	}
 	inputs := []*Node{m}
@@ -131,6 +140,8 @@ func (k *weightsKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	case *localMeanKernel:
 		w32, w64 = s.w32, s.w64
 	case *attentionKernel:
+		w32, w64 = s.p32, s.p64
+	case *kernelAttention:
 		w32, w64 = s.p32, s.p64
 	}
 	switch out.Dtype() {

@@ -30,7 +30,7 @@ type PairKernel interface {
 // TiledOptions are the optional parts of a TiledLocalMean call.
 type TiledOptions struct {
 	// Bandwidth is nil for the constant BandwidthValue, or a node [1] (one bandwidth for
-	// every query) or [N, Tq] (one per query row).
+	// every query), [Heads] (one per head) or [N, Tq] (one per query row).
 	Bandwidth      *Node
 	BandwidthValue float64
 	// RelBias is nil or a table [P, 2M+1], P = 1 or Heads: the score of query t and key s
@@ -69,82 +69,16 @@ const (
 // window of w keys costs O(T·w). Gradients flow to q, k, v, the bandwidth node and the
 // relative-bias table.
 func (g *Graph) TiledLocalMean(kern PairKernel, q, k, v *Node, opt TiledOptions) *Node {
-	if !g.ok("TiledLocalMean", q, k, v) {
+	spec, inputs, ok := g.pairInputs("TiledLocalMean", kern, q, k, v, opt)
+	if !ok {
 		return nil
 	}
-	if kern == nil {
-		return g.failf("TiledLocalMean: nil kernel")
-	}
-	qs, ks, vs := q.n.Shape(), k.n.Shape(), v.n.Shape()
-	if qs.Dims() != 3 || ks.Dims() != 3 || vs.Dims() != 3 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] || ks[1] != vs[1] {
-		return g.failf("TiledLocalMean: queries %v, keys %v and values %v (want [N,Tq,d], [N,Tk,d], [N,Tk,dv])", qs, ks, vs)
-	}
-	heads := max(opt.Heads, 1)
-	n := qs[0] // problems: batch × heads
-	if opt.HeadsInFeatures {
-		if qs[2]%heads != 0 || vs[2]%heads != 0 {
-			return g.failf("TiledLocalMean: %d heads do not divide the widths of queries %v and values %v", heads, qs, vs)
-		}
-		n *= heads
-	} else if qs[0]%heads != 0 {
-		return g.failf("TiledLocalMean: %d heads do not divide %d rows", heads, qs[0])
-	}
-	if opt.Mask.Window < 0 || opt.Mask.Offset < 0 {
-		return g.failf("TiledLocalMean: mask %v, want a window and offset >= 0", opt.Mask)
-	}
-	tk := &tiledKernel{kern: kern, heads: heads, mask: opt.Mask, h: opt.BandwidthValue, headsInFeatures: opt.HeadsInFeatures}
-	tk.useDot, tk.useDist = kern.PairTerms()
-	inputs := []*Node{q, k, v}
-	if opt.Bandwidth != nil {
-		if !g.ok("TiledLocalMean", opt.Bandwidth) {
-			return nil
-		}
-		hs := opt.Bandwidth.n.Shape()
-		switch {
-		case hs.TotalSize() == 1:
-			tk.hMode = hScalar
-		case hs.Dims() == 2 && hs[0] == n && hs[1] == qs[1]:
-			tk.hMode = hRows
-		default:
-			return g.failf("TiledLocalMean: bandwidth %v, want [1] or [%d, %d]", hs, n, qs[1])
-		}
-		tk.hIn = len(inputs)
-		inputs = append(inputs, opt.Bandwidth)
-	} else if !(tk.h > 0) || math.IsInf(tk.h, 0) {
-		return g.failf("TiledLocalMean: bandwidth %g, want a positive finite value", tk.h)
-	}
-	if opt.RelBias != nil {
-		if !g.ok("TiledLocalMean", opt.RelBias) {
-			return nil
-		}
-		bs := opt.RelBias.n.Shape()
-		if bs.Dims() != 2 || (bs[0] != 1 && bs[0] != heads) || bs[1]%2 != 1 {
-			return g.failf("TiledLocalMean: relative bias %v, want [1 or %d, 2M+1]", bs, heads)
-		}
-		tk.biasP, tk.biasM = bs[0], bs[1]/2
-		tk.biasIn = len(inputs)
-		inputs = append(inputs, opt.RelBias)
-	}
-	if opt.KeyMask != nil {
-		if !g.ok("TiledLocalMean", opt.KeyMask) {
-			return nil
-		}
-		if ms := opt.KeyMask.n.Shape(); ms.Dims() != 2 || ms[0] != n/heads || ms[1] != ks[1] {
-			return g.failf("TiledLocalMean: key mask %v, want [%d, %d]", ms, n/heads, ks[1])
-		}
-		tk.maskIn = len(inputs)
-		inputs = append(inputs, opt.KeyMask)
-	}
-	return g.applyFused(tk, inputs...)
+	return g.applyFused(&tiledKernel{pairSpec: spec}, inputs...)
 }
 
-const (
-	hConst = iota
-	hScalar
-	hRows
-)
-
-type tiledKernel struct {
+// pairSpec is what TiledLocalMean and KernelAttention know of a call besides its
+// tensors: the kernel, the layout, the mask, and where the optional inputs are.
+type pairSpec struct {
 	kern            PairKernel
 	useDot, useDist bool
 	heads           int
@@ -155,6 +89,98 @@ type tiledKernel struct {
 	maskIn          int
 	headsInFeatures bool
 	biasP, biasM    int
+}
+
+// pairInputs checks the arguments of TiledLocalMean or KernelAttention (op) and returns
+// the call's spec and its inputs q, k, v, then the bandwidth, the bias table and the key
+// mask where given; false after recording the error.
+func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledOptions) (pairSpec, []*Node, bool) {
+	fail := func(format string, args ...any) (pairSpec, []*Node, bool) {
+		g.failf(op+": "+format, args...)
+		return pairSpec{}, nil, false
+	}
+	if !g.ok(op, q, k, v) {
+		return pairSpec{}, nil, false
+	}
+	if kern == nil {
+		return fail("nil kernel")
+	}
+	qs, ks, vs := q.n.Shape(), k.n.Shape(), v.n.Shape()
+	if qs.Dims() != 3 || ks.Dims() != 3 || vs.Dims() != 3 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] || ks[1] != vs[1] {
+		return fail("queries %v, keys %v and values %v (want [N,Tq,d], [N,Tk,d], [N,Tk,dv])", qs, ks, vs)
+	}
+	heads := max(opt.Heads, 1)
+	n := qs[0] // problems: batch × heads
+	if opt.HeadsInFeatures {
+		if qs[2]%heads != 0 || vs[2]%heads != 0 {
+			return fail("%d heads do not divide the widths of queries %v and values %v", heads, qs, vs)
+		}
+		n *= heads
+	} else if qs[0]%heads != 0 {
+		return fail("%d heads do not divide %d rows", heads, qs[0])
+	}
+	if opt.Mask.Window < 0 || opt.Mask.Offset < 0 {
+		return fail("mask %v, want a window and offset >= 0", opt.Mask)
+	}
+	sp := pairSpec{kern: kern, heads: heads, mask: opt.Mask, h: opt.BandwidthValue, headsInFeatures: opt.HeadsInFeatures}
+	sp.useDot, sp.useDist = kern.PairTerms()
+	inputs := []*Node{q, k, v}
+	if opt.Bandwidth != nil {
+		if !g.ok(op, opt.Bandwidth) {
+			return pairSpec{}, nil, false
+		}
+		hs := opt.Bandwidth.n.Shape()
+		switch {
+		case hs.TotalSize() == 1:
+			sp.hMode = hScalar
+		case hs.Dims() == 1 && hs[0] == heads:
+			sp.hMode = hHeads
+		case hs.Dims() == 2 && hs[0] == n && hs[1] == qs[1]:
+			sp.hMode = hRows
+		default:
+			return fail("bandwidth %v, want [1], [%d] or [%d, %d]", hs, heads, n, qs[1])
+		}
+		sp.hIn = len(inputs)
+		inputs = append(inputs, opt.Bandwidth)
+	} else if !(sp.h > 0) || math.IsInf(sp.h, 0) {
+		return fail("bandwidth %g, want a positive finite value", sp.h)
+	}
+	if opt.RelBias != nil {
+		if !g.ok(op, opt.RelBias) {
+			return pairSpec{}, nil, false
+		}
+		bs := opt.RelBias.n.Shape()
+		if bs.Dims() != 2 || (bs[0] != 1 && bs[0] != heads) || bs[1]%2 != 1 {
+			return fail("relative bias %v, want [1 or %d, 2M+1]", bs, heads)
+		}
+		sp.biasP, sp.biasM = bs[0], bs[1]/2
+		sp.biasIn = len(inputs)
+		inputs = append(inputs, opt.RelBias)
+	}
+	if opt.KeyMask != nil {
+		if !g.ok(op, opt.KeyMask) {
+			return pairSpec{}, nil, false
+		}
+		if ms := opt.KeyMask.n.Shape(); ms.Dims() != 2 || ms[0] != n/heads || ms[1] != ks[1] {
+			return fail("key mask %v, want [%d, %d]", ms, n/heads, ks[1])
+		}
+		sp.maskIn = len(inputs)
+		inputs = append(inputs, opt.KeyMask)
+	}
+	return sp, inputs, true
+}
+
+// Bandwidth modes of a pairSpec: the constant h, one input value, one per head, one
+// per query row.
+const (
+	hConst = iota
+	hScalar
+	hHeads
+	hRows
+)
+
+type tiledKernel struct {
+	pairSpec
 	// lse holds each query's log-normaliser M + log ℓ from the last forward pass (−Inf
 	// for a query that sees nothing, NaN for a NaN row): O(N·Tq), all the backward pass
 	// keeps besides the inputs and the output.
@@ -165,29 +191,32 @@ type tiledKernel struct {
 	gradGen int
 }
 
-func (k *tiledKernel) opName() string { return "TiledLocalMean" }
-func (k *tiledKernel) hashAttrs() string {
+func (k *tiledKernel) opName() string    { return "TiledLocalMean" }
+func (k *tiledKernel) hashAttrs() string { return k.attrs() }
+
+// attrs returns every attribute of the call, for hashAttrs.
+func (k *pairSpec) attrs() string {
 	return fmt.Sprintf("{kernel:%s,heads:%d,infeatures:%v,mask:%v,h:%g,hmode:%d,bias:%d/%d,keymask:%v}",
 		k.kern.Name(), k.heads, k.headsInFeatures, k.mask, k.h, k.hMode, k.biasP, k.biasM, k.maskIn > 0)
 }
-func (k *tiledKernel) arity() int {
+func (k *pairSpec) arity() int {
 	return 3 + b2i(k.hIn > 0) + b2i(k.biasIn > 0) + b2i(k.maskIn > 0)
 }
-func (k *tiledKernel) diffWRT() []bool {
+func (k *pairSpec) diffWRT() []bool {
 	d := make([]bool, k.arity())
 	for i := range d {
 		d[i] = k.maskIn == 0 || i != k.maskIn
 	}
 	return d
 }
-func (k *tiledKernel) floatInputs() []bool {
+func (k *pairSpec) floatInputs() []bool {
 	f := make([]bool, k.arity())
 	for i := range f {
 		f[i] = true
 	}
 	return f
 }
-func (k *tiledKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
+func (k *pairSpec) outShape(in []tensor.Shape) (tensor.Shape, error) {
 	return tensor.Shape{in[0][0], in[0][1], in[2][2]}, nil
 }
 
@@ -219,7 +248,7 @@ type tiledArgs[T float] struct {
 	q, k, v, h, bias, km []T
 }
 
-func tiledInputs[T float](k *tiledKernel, in []*tensor.Dense) tiledArgs[T] {
+func tiledInputs[T float](k *pairSpec, in []*tensor.Dense) tiledArgs[T] {
 	a := tiledArgs[T]{q: flat[T](in[0]), k: flat[T](in[1]), v: flat[T](in[2])}
 	if k.hIn > 0 {
 		a.h = flat[T](in[k.hIn])
@@ -233,7 +262,7 @@ func tiledInputs[T float](k *tiledKernel, in []*tensor.Dense) tiledArgs[T] {
 	return a
 }
 
-func (k *tiledKernel) dims(in []*tensor.Dense) tiledDims {
+func (k *pairSpec) dims(in []*tensor.Dense) tiledDims {
 	qs, vs := in[0].Shape(), in[2].Shape()
 	if k.headsInFeatures {
 		h := k.heads
@@ -250,31 +279,44 @@ func (k *tiledKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	k.gen++
 	switch in[0].Dtype() {
 	case Float32:
-		tiledForward(k, d, gemm.Sgemm, tiledInputs[float32](k, in), out.Float32s())
+		tiledForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), out.Float32s())
 	case Float64:
-		tiledForward(k, d, gemm.Dgemm, tiledInputs[float64](k, in), out.Float64s())
+		tiledForward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), out.Float64s())
 	}
 	return nil
 }
 
-// tileScratch is one worker's buffers for a block of rows and a tile of keys.
-type tileScratch[T float] struct {
-	dots, p, c     []T       // [tileRows, tileKeys]: q·k, weights, coefficient matrix
-	t              []T       // [tileKeys, tileRows]: a transposed tile (a packed gemm reads it faster)
-	acc            []T       // [tileRows, dv]
-	dot, d2, s, gs []float64 // one row of the tile
+// pairScratch is one worker's float64 buffers for a row of pairs: the terms the kernel
+// reads, its scores and their gradients, and the squared norms of a problem's queries
+// and keys.
+type pairScratch struct {
+	dot, d2, s, gs []float64 // one row of pairs
 	gdot, gd2      []float64
 	qq, kk         []float64 // squared norms of the problem's queries and keys
+}
+
+func newPairScratch(row, tq, tk int) pairScratch {
+	return pairScratch{
+		dot: make([]float64, row), d2: make([]float64, row), s: make([]float64, row),
+		gs: make([]float64, row), gdot: make([]float64, row), gd2: make([]float64, row),
+		qq: make([]float64, tq), kk: make([]float64, tk),
+	}
+}
+
+// tileScratch is one worker's buffers for a block of rows and a tile of keys.
+type tileScratch[T float] struct {
+	dots, p, c []T // [tileRows, tileKeys]: q·k, weights, coefficient matrix
+	t          []T // [tileKeys, tileRows]: a transposed tile (a packed gemm reads it faster)
+	acc        []T // [tileRows, dv]
+	pairScratch
 }
 
 func newTileScratch[T float](d tiledDims) *tileScratch[T] {
 	return &tileScratch[T]{
 		dots: make([]T, tileRows*tileKeys), p: make([]T, tileRows*tileKeys), c: make([]T, tileRows*tileKeys),
-		t:   make([]T, tileRows*tileKeys),
-		acc: make([]T, tileRows*d.dv),
-		dot: make([]float64, tileKeys), d2: make([]float64, tileKeys), s: make([]float64, tileKeys),
-		gs: make([]float64, tileKeys), gdot: make([]float64, tileKeys), gd2: make([]float64, tileKeys),
-		qq: make([]float64, d.tq), kk: make([]float64, d.tk),
+		t:           make([]T, tileRows*tileKeys),
+		acc:         make([]T, tileRows*d.dv),
+		pairScratch: newPairScratch(tileKeys, d.tq, d.tk),
 	}
 }
 
@@ -287,7 +329,7 @@ type problem[T float] struct {
 	h0      float64
 }
 
-func tiledProblem[T float](k *tiledKernel, d tiledDims, a tiledArgs[T], p int) problem[T] {
+func tiledProblem[T float](k *pairSpec, d tiledDims, a tiledArgs[T], p int) problem[T] {
 	pr := problem[T]{
 		q:  a.q[d.off(p, d.tq, d.d, d.lq):],
 		k:  a.k[d.off(p, d.tk, d.d, d.lq):],
@@ -309,6 +351,8 @@ func tiledProblem[T float](k *tiledKernel, d tiledDims, a tiledArgs[T], p int) p
 	switch k.hMode {
 	case hScalar:
 		pr.h0 = float64(a.h[0])
+	case hHeads:
+		pr.h0 = float64(a.h[p%k.heads])
 	case hRows:
 		pr.h = a.h[p*d.tq : (p+1)*d.tq]
 	}
@@ -337,6 +381,46 @@ func sqNorms[T float](x []T, rows, d, ld int, out []float64) {
 	}
 }
 
+// pairRowTerms returns the terms that the kernel reads for query t and keys lo..hi−1
+// (nil where it reads none), in sc's buffers: the dot products from dots (q_t·k_s for
+// those keys, as the gemm gave them) and the squared distances ‖q_t‖² + ‖k_s‖² − 2q_t·k_s
+// from the squared norms in sc.qq and sc.kk.
+func pairRowTerms[T float](k *pairSpec, sc *pairScratch, dots []T, t, lo, hi int) (dot, d2 []float64) {
+	w := hi - lo
+	if k.useDot || k.useDist {
+		dot = sc.dot[:w]
+		for j, x := range dots[:w] {
+			dot[j] = float64(x)
+		}
+	}
+	if k.useDist {
+		d2 = sc.d2[:w]
+		qq, kk := sc.qq[t], sc.kk[lo:hi]
+		for j := range d2 {
+			d2[j] = max(qq+kk[j]-2*dot[j], 0)
+		}
+	}
+	if !k.useDot {
+		dot = nil
+	}
+	return dot, d2
+}
+
+// pairRowScores returns, in sc.s, the scores of query t against keys lo..hi−1: the
+// kernel's log K at the query's bandwidth plus the relative bias.
+func pairRowScores[T float](k *pairSpec, pr *problem[T], sc *pairScratch, dots []T, t, lo, hi int) []float64 {
+	dot, d2 := pairRowTerms(k, sc, dots, t, lo, hi)
+	s := sc.s[:hi-lo]
+	k.kern.PairScores(s, dot, d2, pr.bandwidth(t))
+	if pr.bias != nil {
+		m, pos := k.biasM, t+k.mask.Offset
+		for j := range s {
+			s[j] += float64(pr.bias[min(max(lo+j-pos, -m), m)+m])
+		}
+	}
+	return s
+}
+
 // tileScores sets sc.s[:c1−c0] to the scores of query t against keys c0..c1−1 (row i of
 // the block's dot-product tile), −Inf for the hidden keys, and returns whether any
 // key of the tile is visible.
@@ -347,34 +431,8 @@ func tileScores[T float](k *tiledKernel, d tiledDims, pr *problem[T], sc *tileSc
 		return false
 	}
 	w := c1 - c0
-	dots := sc.dots[i*tileKeys : i*tileKeys+w]
-	var dot, d2 []float64
-	if k.useDot || k.useDist {
-		dot = sc.dot[:w]
-		for j, x := range dots {
-			dot[j] = float64(x)
-		}
-	}
-	if k.useDist {
-		d2 = sc.d2[:w]
-		qq := sc.qq[t]
-		for j := range d2 {
-			d2[j] = max(qq+sc.kk[c0+j]-2*dot[j], 0)
-		}
-	}
-	if !k.useDot {
-		dot = nil
-	}
-	s := sc.s[:w]
-	k.kern.PairScores(s, dot, d2, pr.bandwidth(t))
+	s := pairRowScores(&k.pairSpec, pr, &sc.pairScratch, sc.dots[i*tileKeys:i*tileKeys+w], t, c0, c1)
 	ninf := math.Inf(-1)
-	if pr.bias != nil {
-		m, pos := k.biasM, t+k.mask.Offset
-		for j := range s {
-			r := min(max(c0+j-pos, -m), m)
-			s[j] += float64(pr.bias[r+m])
-		}
-	}
 	for j := range lo - c0 {
 		s[j] = ninf
 	}
@@ -401,7 +459,7 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 		ell := make([]float64, tileRows)
 		bad := make([]bool, tileRows)
 		for p := plo; p < phi; p++ {
-			pr := tiledProblem(k, d, a, p)
+			pr := tiledProblem(&k.pairSpec, d, a, p)
 			op := out[d.off(p, d.tq, d.dv, d.lv):]
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
 			if k.useDist {
@@ -487,30 +545,41 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 
 func (k *tiledKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	if k.gradGen != k.gen || len(k.grads) != len(in) {
-		if len(k.grads) != len(in) {
-			k.grads = make([]*tensor.Dense, len(in))
-		}
-		for i, x := range in {
-			if k.grads[i] == nil || !k.grads[i].Shape().Eq(x.Shape()) || k.grads[i].Dtype() != x.Dtype() {
-				k.grads[i] = newDense(x.Dtype(), x.Shape())
-			}
-		}
+		k.grads = gradBuffers(k.grads, in)
 		d := k.dims(in)
 		switch in[0].Dtype() {
 		case Float32:
-			tiledBackward(k, d, gemm.Sgemm, tiledInputs[float32](k, in), out.Float32s(), gout.Float32s(), tiledInputs[float32](k, k.grads))
+			tiledBackward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), out.Float32s(), gout.Float32s(), tiledInputs[float32](&k.pairSpec, k.grads))
 		case Float64:
-			tiledBackward(k, d, gemm.Dgemm, tiledInputs[float64](k, in), out.Float64s(), gout.Float64s(), tiledInputs[float64](k, k.grads))
+			tiledBackward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), out.Float64s(), gout.Float64s(), tiledInputs[float64](&k.pairSpec, k.grads))
 		}
 		k.gradGen = k.gen
 	}
+	copyGrad(dst, k.grads[wrt])
+	return nil
+}
+
+// gradBuffers returns grads resized to one zero-initialised tensor per input of in.
+func gradBuffers(grads []*tensor.Dense, in []*tensor.Dense) []*tensor.Dense {
+	if len(grads) != len(in) {
+		grads = make([]*tensor.Dense, len(in))
+	}
+	for i, x := range in {
+		if grads[i] == nil || !grads[i].Shape().Eq(x.Shape()) || grads[i].Dtype() != x.Dtype() {
+			grads[i] = newDense(x.Dtype(), x.Shape())
+		}
+	}
+	return grads
+}
+
+// copyGrad copies a gradient computed ahead into the backward op's output.
+func copyGrad(dst, src *tensor.Dense) {
 	switch dst.Dtype() {
 	case Float32:
-		copy(dst.Float32s(), k.grads[wrt].Float32s())
+		copy(dst.Float32s(), src.Float32s())
 	case Float64:
-		copy(dst.Float64s(), k.grads[wrt].Float64s())
+		copy(dst.Float64s(), src.Float64s())
 	}
-	return nil
 }
 
 // tiledBackward computes every input's gradient into gr (q, k, v, the bandwidth and the
@@ -536,7 +605,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 		rs := make([]float64, tileRows)
 		cs := make([]float64, d.tk)
 		for p := plo; p < phi; p++ {
-			pr := tiledProblem(k, d, a, p)
+			pr := tiledProblem(&k.pairSpec, d, a, p)
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
 			op := out[d.off(p, d.tq, d.dv, d.lv):]
 			dmp := dm[d.off(p, d.tq, d.dv, d.lv):]
@@ -611,22 +680,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 								part[min(max(c0+j-pos, -m), m)+m] += x
 							}
 						}
-						var dot, d2 []float64
-						if needQK {
-							dot = sc.dot[:w]
-							for j, x := range sc.dots[i*tileKeys : i*tileKeys+w] {
-								dot[j] = float64(x)
-							}
-						}
-						if k.useDist {
-							d2 = sc.d2[:w]
-							for j := range d2 {
-								d2[j] = max(sc.qq[t]+sc.kk[c0+j]-2*dot[j], 0)
-							}
-						}
-						if !k.useDot {
-							dot = nil
-						}
+						dot, d2 := pairRowTerms(&k.pairSpec, &sc.pairScratch, sc.dots[i*tileKeys:i*tileKeys+w], t, c0, c1)
 						gdot, gd2 := sc.gdot[:w], sc.gd2[:w]
 						clear(gdot)
 						clear(gd2)
@@ -672,6 +726,12 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 			}
 		}
 	})
+	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, gr)
+}
+
+// pairParamGrads writes the gradients of the bandwidth input and of the bias table into
+// gr from hRows (per problem and query row) and biasParts (per problem, [2M+1]).
+func pairParamGrads[T float](k *pairSpec, n, tq int, hRows, biasParts []float64, gr tiledArgs[T]) {
 	switch {
 	case gr.h == nil:
 	case k.hMode == hScalar:
@@ -680,14 +740,23 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 			s += x
 		}
 		gr.h[0] = T(s)
+	case k.hMode == hHeads:
+		sums := make([]float64, k.heads)
+		for i, x := range hRows {
+			sums[(i/tq)%k.heads] += x
+		}
+		for j, x := range sums {
+			gr.h[j] = T(x)
+		}
 	default:
 		for i, x := range hRows {
 			gr.h[i] = T(x)
 		}
 	}
 	if gr.bias != nil {
+		bw := 2*k.biasM + 1
 		clear(gr.bias)
-		for p := range d.n {
+		for p := range n {
 			row := 0
 			if k.biasP > 1 {
 				row = p % k.heads

@@ -73,12 +73,21 @@ func (testEpan) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) floa
 	return gh
 }
 
+// testUniform is the constant kernel, log K = 0: the scores read neither term.
+type testUniform struct{}
+
+func (testUniform) Name() string                                                   { return "uniform" }
+func (testUniform) PairTerms() (dot, dist bool)                                    { return false, false }
+func (testUniform) PairScores(s, _, _ []float64, _ float64)                        { clear(s) }
+func (testUniform) PairGrads(_, _, _ []float64, _ float64, _, _ []float64) float64 { return 0 }
+
 type tiledCase struct {
 	name         string
 	kern         PairKernel
 	b, h, tq, tk int
 	mask         Mask
 	keyPad, rows bool // key padding; per-row bandwidths
+	perHead      bool // per-head bandwidths [h]
 	biasM, biasP int  // relative bias table, if biasM > 0
 	hval         float64
 }
@@ -92,6 +101,8 @@ var tiledCases = []tiledCase{
 	{name: "expWindowBeyondSequence", kern: testExp{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Window: 1000}, hval: 2},
 	{name: "gaussCausalHollow", kern: testGauss{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true, Hollow: true}, hval: 1.5},
 	{name: "epanCausal", kern: testEpan{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, hval: 2.5},
+	{name: "gaussHeadsCausalBias", kern: testGauss{}, b: 2, h: 3, tq: 40, tk: 40, mask: Mask{Causal: true}, perHead: true, biasM: 4, biasP: 3, hval: 1.3},
+	{name: "uniformWindowBias", kern: testUniform{}, b: 1, h: 2, tq: 35, tk: 35, mask: Mask{Window: 6}, biasM: 3, biasP: 2, hval: 1},
 }
 
 func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense) {
@@ -103,13 +114,20 @@ func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense
 		"k": randTensor(rng, 1, n, c.tk, d),
 		"v": randTensor(rng, 1, n, c.tk, dv),
 	}
-	if c.rows {
+	switch {
+	case c.perHead:
+		hv := make([]float64, c.h)
+		for i := range hv {
+			hv[i] = c.hval * (0.8 + 0.4*rng.Float64())
+		}
+		params["h"] = tensor.New(tensor.WithShape(c.h), tensor.WithBacking(hv))
+	case c.rows:
 		hv := make([]float64, n*c.tq)
 		for i := range hv {
 			hv[i] = c.hval * (0.8 + 0.4*rng.Float64())
 		}
 		params["h"] = tensor.New(tensor.WithShape(n, c.tq), tensor.WithBacking(hv))
-	} else {
+	default:
 		params["h"] = tensor.New(tensor.WithShape(1), tensor.WithBacking([]float64{c.hval}))
 	}
 	if c.biasM > 0 {
@@ -133,21 +151,51 @@ func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense
 	return params, inputs
 }
 
+// pairOp is TiledLocalMean or KernelAttention: two ops of one function.
+type pairOp func(g *Graph, kern PairKernel, q, k, v *Node, opt TiledOptions) *Node
+
 func (c tiledCase) build(g *Graph, p map[string]*Node) *Node {
-	opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], Heads: c.h, Mask: c.mask}
-	return g.TiledLocalMean(c.kern, p["q"], p["k"], p["v"], opt)
+	return c.buildWith((*Graph).TiledLocalMean)(g, p)
 }
 
-// buildInFeatures computes the same as build on the [B, T, H·d] layout: the inputs'
-// heads are merged into the features before the op and split again after it.
 func (c tiledCase) buildInFeatures(g *Graph, p map[string]*Node) *Node {
+	return c.buildInFeaturesWith((*Graph).TiledLocalMean)(g, p)
+}
+
+// buildWith returns the graph of op on the inputs [B·H, T, d].
+func (c tiledCase) buildWith(op pairOp) func(g *Graph, p map[string]*Node) *Node {
+	return func(g *Graph, p map[string]*Node) *Node {
+		opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], Heads: c.h, Mask: c.mask}
+		return op(g, c.kern, p["q"], p["k"], p["v"], opt)
+	}
+}
+
+// buildInFeaturesWith computes the same as buildWith on the [B, T, H·d] layout: the
+// inputs' heads are merged into the features before the op and split again after it.
+func (c tiledCase) buildInFeaturesWith(op pairOp) func(g *Graph, p map[string]*Node) *Node {
+	return func(g *Graph, p map[string]*Node) *Node { return c.inFeatures(g, p, op) }
+}
+
+func (c tiledCase) inFeatures(g *Graph, p map[string]*Node, op pairOp) *Node {
+	var m *Node
+	return c.splitOutput(g, c.mergedOp(g, p, op, &m))
+}
+
+// mergedOp runs op on the inputs with their heads merged into the features, also
+// setting *m to its output [B, Tq, H·dv].
+func (c tiledCase) mergedOp(g *Graph, p map[string]*Node, op pairOp, m **Node) *Node {
 	merge := func(x *Node) *Node {
 		s := x.Shape()
 		y := g.Transpose(g.Reshape(x, []int{c.b, c.h, s[1], s[2]}), 0, 2, 1, 3)
 		return g.Reshape(y, []int{c.b, s[1], c.h * s[2]})
 	}
 	opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], Heads: c.h, Mask: c.mask, HeadsInFeatures: true}
-	m := g.TiledLocalMean(c.kern, merge(p["q"]), merge(p["k"]), merge(p["v"]), opt)
+	*m = op(g, c.kern, merge(p["q"]), merge(p["k"]), merge(p["v"]), opt)
+	return *m
+}
+
+// splitOutput maps the op's output [B, Tq, H·dv] to [B·H, Tq, dv].
+func (c tiledCase) splitOutput(g *Graph, m *Node) *Node {
 	if m == nil {
 		return nil
 	}
@@ -165,8 +213,11 @@ func (c tiledCase) reference(params, inputs map[string]*tensor.Dense) []float64 
 	for p := range n {
 		for t := range c.tq {
 			h := hs[0]
-			if c.rows {
+			switch {
+			case c.rows:
 				h = hs[p*c.tq+t]
+			case c.perHead:
+				h = hs[p%c.h]
 			}
 			for j := range c.tk {
 				qt, ks := q[(p*c.tq+t)*d:(p*c.tq+t+1)*d], k[(p*c.tk+j)*d:(p*c.tk+j+1)*d]

@@ -1,0 +1,279 @@
+package autodiff
+
+import (
+	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/gemm"
+)
+
+// KernelAttention is the local mean of TiledLocalMean (the same function of the same
+// inputs, options, layouts and edge-case rules: any PairKernel, a constant, per-head or
+// per-query bandwidth, a relative-bias table, the box mask and a key mask) computed the
+// way Attention computes standard attention: per block of query rows, one product of the
+// queries with the keys the mask leaves visible, the kernel's log-scores evaluated in
+// place from those dot products (and the squared distances ‖q‖² + ‖k‖² − 2q·k), the
+// masked normalisation, and one product with the values. The N·Tq·Tk weights and dot
+// products are kept for the backward pass, which makes it faster than TiledLocalMean's
+// recomputation at short and moderate lengths, at O(N·Tq·Tk) memory; LocalMeanWeights
+// reads its weights. Gradients flow to q, k, v, the bandwidth node and the bias table.
+func (g *Graph) KernelAttention(kern PairKernel, q, k, v *Node, opt TiledOptions) *Node {
+	spec, inputs, ok := g.pairInputs("KernelAttention", kern, q, k, v, opt)
+	if !ok {
+		return nil
+	}
+	return g.applyFused(&kernelAttention{pairSpec: spec, keyMask: opt.KeyMask}, inputs...)
+}
+
+type kernelAttention struct {
+	pairSpec
+	keyMask *Node // the key mask input, for LocalMeanWeights
+	// The weights [N, Tq, Tk] of the last forward pass and, when the kernel reads them,
+	// the dot products q·k; only the key blocks that keyRange leaves visible are written.
+	p32, dots32 []float32
+	p64, dots64 []float64
+	// Gradients of every input, computed together by the first backward call of a pass.
+	grads        []*tensor.Dense
+	gen, gradGen int
+}
+
+func (k *kernelAttention) opName() string    { return "KernelAttention" }
+func (k *kernelAttention) hashAttrs() string { return k.attrs() }
+
+// resized returns x if it has length n, else a new zero slice of length n.
+func resized[T float](x []T, n int) []T {
+	if len(x) != n {
+		return make([]T, n)
+	}
+	return x
+}
+
+func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
+	d := k.dims(in)
+	n := d.n * d.tq * d.tk
+	dots := k.useDot || k.useDist
+	k.gen++
+	switch in[0].Dtype() {
+	case Float32:
+		k.p32 = resized(k.p32, n)
+		if dots {
+			k.dots32 = resized(k.dots32, n)
+		}
+		kattnForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, out.Float32s())
+	case Float64:
+		k.p64 = resized(k.p64, n)
+		if dots {
+			k.dots64 = resized(k.dots64, n)
+		}
+		kattnForward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), k.p64, k.dots64, out.Float64s())
+	}
+	return nil
+}
+
+// kattnForward writes the weights into p (and the dot products into dots, when the
+// kernel reads them) and the local means into out.
+func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out []T) {
+	needQK := k.useDot || k.useDist
+	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
+		sc := newPairScratch(d.tk, d.tq, d.tk)
+		for pi := plo; pi < phi; pi++ {
+			pr := tiledProblem(&k.pairSpec, d, a, pi)
+			op := out[d.off(pi, d.tq, d.dv, d.lv):]
+			ph := p[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
+			var dh []T
+			if needQK {
+				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
+			}
+			if k.useDist {
+				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
+				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
+			}
+			for r0 := 0; r0 < d.tq; r0 += rowBlock {
+				r1 := min(r0+rowBlock, d.tq)
+				clo, chi := keyRange(k.mask, r0, r1, d.tk)
+				if chi <= clo { // no query of the block sees a key
+					for t := r0; t < r1; t++ {
+						clear(op[t*d.lv : t*d.lv+d.dv])
+					}
+					continue
+				}
+				if needQK {
+					mm(false, true, r1-r0, chi-clo, d.d, 1, pr.q[r0*d.lq:], d.lq, pr.k[clo*d.lq:], d.lq, 0, dh[r0*d.tk+clo:], d.tk)
+				}
+				for t := r0; t < r1; t++ {
+					row := ph[t*d.tk : (t+1)*d.tk]
+					lo, hi, _ := k.mask.visible(t, d.tk)
+					lo, hi = max(lo, clo), min(hi, chi)
+					if hi > lo {
+						var drow []T
+						if needQK {
+							drow = dh[t*d.tk+lo : t*d.tk+hi]
+						}
+						for j, x := range pairRowScores(&k.pairSpec, &pr, &sc, drow, t, lo, hi) {
+							row[lo+j] = T(x)
+						}
+					}
+					softmaxVisible(row, row, pr.km, k.mask, t, clo, chi)
+				}
+				mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, pr.v[clo*d.lv:], d.lv, 0, op[r0*d.lv:], d.lv)
+			}
+		}
+	})
+}
+
+func (k *kernelAttention) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
+	if k.gradGen != k.gen || len(k.grads) != len(in) {
+		k.grads = gradBuffers(k.grads, in)
+		d := k.dims(in)
+		switch in[0].Dtype() {
+		case Float32:
+			kattnBackward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32,
+				out.Float32s(), gout.Float32s(), tiledInputs[float32](&k.pairSpec, k.grads))
+		case Float64:
+			kattnBackward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), k.p64, k.dots64,
+				out.Float64s(), gout.Float64s(), tiledInputs[float64](&k.pairSpec, k.grads))
+		}
+		k.gradGen = k.gen
+	}
+	copyGrad(dst, k.grads[wrt])
+	return nil
+}
+
+// kattnBackward computes every input's gradient into gr (the key mask's slot stays
+// unused) from the kept weights w and dot products: per block, dv += wᵀ·dm, the score
+// gradients gs = w ⊙ (dm·vᵀ − dm·m) (THEORY.md §8), passed through the kernel (PairGrads)
+// to the coefficients C = ∂L/∂dot − 2∂L/∂d², then dq += C·k and dk += Cᵀ·q, and the
+// squared norms' share 2(Σ_s ∂L/∂d²_ts) q_t and 2(Σ_t ∂L/∂d²_ts) k_s.
+func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out, dm []T, gr tiledArgs[T]) {
+	clear(gr.q)
+	clear(gr.k)
+	clear(gr.v)
+	var hRows []float64 // per (problem, row) bandwidth gradients
+	if gr.h != nil {
+		hRows = make([]float64, d.n*d.tq)
+	}
+	bw := 2*k.biasM + 1
+	var biasParts []float64 // per problem, [2M+1]
+	if gr.bias != nil {
+		biasParts = make([]float64, d.n*bw)
+	}
+	needQK := k.useDot || k.useDist
+	needScores := needQK || hRows != nil || biasParts != nil
+	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
+		sc := newPairScratch(d.tk, d.tq, d.tk)
+		c := make([]T, rowBlock*d.tk)
+		rs := make([]float64, rowBlock)
+		cs := make([]float64, d.tk)
+		for pi := plo; pi < phi; pi++ {
+			pr := tiledProblem(&k.pairSpec, d, a, pi)
+			op := out[d.off(pi, d.tq, d.dv, d.lv):]
+			dmp := dm[d.off(pi, d.tq, d.dv, d.lv):]
+			dq := gr.q[d.off(pi, d.tq, d.d, d.lq):]
+			dk := gr.k[d.off(pi, d.tk, d.d, d.lq):]
+			dv := gr.v[d.off(pi, d.tk, d.dv, d.lv):]
+			ph := p[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
+			var dh []T
+			if needQK {
+				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
+			}
+			if k.useDist {
+				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
+				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
+				clear(cs)
+			}
+			for r0 := 0; r0 < d.tq; r0 += rowBlock {
+				r1 := min(r0+rowBlock, d.tq)
+				rb := r1 - r0
+				clo, chi := keyRange(k.mask, r0, r1, d.tk)
+				if chi <= clo {
+					continue
+				}
+				w := chi - clo
+				// dV[clo:chi] += W[r0:r1, clo:chi]ᵀ·dm[r0:r1]
+				mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, dmp[r0*d.lv:], d.lv, 1, dv[clo*d.lv:], d.lv)
+				if !needScores {
+					continue
+				}
+				mm(false, true, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, pr.v[clo*d.lv:], d.lv, 0, c, w) // dm·vᵀ
+				for i := range rb {
+					t := r0 + i
+					crow := c[i*w : (i+1)*w]
+					rs[i] = 0
+					lo, hi, _ := k.mask.visible(t, d.tk)
+					lo, hi = max(lo, clo), min(hi, chi)
+					if hi <= lo {
+						clear(crow)
+						continue
+					}
+					clear(crow[:lo-clo])
+					clear(crow[hi-clo:])
+					cv := crow[lo-clo : hi-clo]
+					delta := dot64(dmp[t*d.lv:t*d.lv+d.dv], op[t*d.lv:t*d.lv+d.dv])
+					gs := sc.gs[:hi-lo]
+					nz := false
+					for j, x := range ph[t*d.tk+lo : t*d.tk+hi] {
+						gs[j] = float64(x) * (float64(cv[j]) - delta)
+						nz = nz || gs[j] != 0
+					}
+					if !nz {
+						clear(cv)
+						continue
+					}
+					if biasParts != nil {
+						part := biasParts[pi*bw : (pi+1)*bw]
+						m, pos := k.biasM, t+k.mask.Offset
+						for j, x := range gs {
+							part[min(max(lo+j-pos, -m), m)+m] += x
+						}
+					}
+					var drow []T
+					if needQK {
+						drow = dh[t*d.tk+lo : t*d.tk+hi]
+					}
+					dot, d2 := pairRowTerms(&k.pairSpec, &sc, drow, t, lo, hi)
+					gdot, gd2 := sc.gdot[:hi-lo], sc.gd2[:hi-lo]
+					clear(gdot)
+					clear(gd2)
+					gh := k.kern.PairGrads(gs, dot, d2, pr.bandwidth(t), gdot, gd2)
+					if hRows != nil {
+						hRows[pi*d.tq+t] += gh
+					}
+					for j := range cv {
+						cv[j] = T(gdot[j] - 2*gd2[j])
+					}
+					if k.useDist {
+						var r float64
+						for j, x := range gd2 {
+							r += x
+							cs[lo+j] += x
+						}
+						rs[i] = r
+					}
+				}
+				if !needQK {
+					continue
+				}
+				// dQ[r0:r1] += C·K[clo:chi], dK[clo:chi] += Cᵀ·Q[r0:r1]
+				mm(false, false, rb, d.d, w, 1, c, w, pr.k[clo*d.lq:], d.lq, 1, dq[r0*d.lq:], d.lq)
+				mm(true, false, w, d.d, rb, 1, c, w, pr.q[r0*d.lq:], d.lq, 1, dk[clo*d.lq:], d.lq)
+				if k.useDist {
+					for i := range rb {
+						t := r0 + i
+						f := T(2 * rs[i])
+						for c, x := range pr.q[t*d.lq : t*d.lq+d.d] {
+							dq[t*d.lq+c] += f * x
+						}
+					}
+				}
+			}
+			if k.useDist {
+				for s := range d.tk {
+					f := T(2 * cs[s])
+					for c, x := range pr.k[s*d.lq : s*d.lq+d.d] {
+						dk[s*d.lq+c] += f * x
+					}
+				}
+			}
+		}
+	})
+	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, gr)
+}

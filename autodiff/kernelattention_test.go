@@ -1,0 +1,148 @@
+package autodiff
+
+import (
+	"math"
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// TestKernelAttentionMatchesReference checks KernelAttention's forward pass, on both
+// layouts, against explicit scores normalised by naiveLocalMean (float64 and float32),
+// and against TiledLocalMean, the same function computed tile by tile.
+func TestKernelAttentionMatchesReference(t *testing.T) {
+	for _, c := range tiledCases {
+		params, inputs := c.tensors(1)
+		want := c.reference(params, inputs)
+		for _, dt := range []Dtype{Float64, Float32} {
+			tol := 1e-12
+			if dt == Float32 {
+				tol = 2e-5
+			}
+			builds := map[string]func(*Graph, map[string]*Node) *Node{
+				"split": c.buildWith((*Graph).KernelAttention), "features": c.buildInFeaturesWith((*Graph).KernelAttention),
+			}
+			tiled := evalOp(t, dt, false, params, inputs, c.build)
+			for layout, build := range builds {
+				got := evalOp(t, dt, false, params, inputs, build)
+				var worst, worstTiled float64
+				for i := range want {
+					worst = math.Max(worst, math.Abs(got[i]-want[i]))
+					worstTiled = math.Max(worstTiled, math.Abs(got[i]-tiled[i]))
+				}
+				if worst > tol || math.IsNaN(worst) || worstTiled > tol || math.IsNaN(worstTiled) {
+					t.Errorf("%s %v %s: largest difference %g from the reference and %g from TiledLocalMean, want <= %g",
+						c.name, dt, layout, worst, worstTiled, tol)
+				}
+			}
+		}
+	}
+}
+
+// TestKernelAttentionGradients gradient-checks KernelAttention, on both layouts, with
+// respect to queries, keys, values, bandwidths (one, per head, per query) and the
+// relative-bias table.
+func TestKernelAttentionGradients(t *testing.T) {
+	for _, c := range tiledCases {
+		params, inputs := c.tensors(2)
+		checkOp(t, c.name, params, inputs, c.buildWith((*Graph).KernelAttention), GradCheck{MaxPerTensor: 25, RTol: 1e-5, ATol: 1e-7})
+		checkOp(t, c.name+"/features", params, inputs, c.buildInFeaturesWith((*Graph).KernelAttention), GradCheck{MaxPerTensor: 10, RTol: 1e-5, ATol: 1e-7})
+	}
+}
+
+// TestKernelAttentionEdgeRows checks LocalMean's rules: a query that sees no key gets 0
+// and zero gradients, a query whose visible keys all lie outside a compact kernel's
+// support too, and a NaN score makes its query's output NaN.
+func TestKernelAttentionEdgeRows(t *testing.T) {
+	build := func(c tiledCase) func(*Graph, map[string]*Node) *Node { return c.buildWith((*Graph).KernelAttention) }
+	c := tiledCase{name: "allPadded", kern: testExp{}, b: 2, h: 1, tq: 3, tk: 4, keyPad: true, hval: 1}
+	params, inputs := c.tensors(3)
+	got := evalOp(t, Float64, false, params, inputs, build(c))
+	for i, x := range got[3*2:] { // batch element 1 sees nothing
+		if x != 0 {
+			t.Fatalf("output %d of a query with no visible key = %g, want 0", 6+i, x)
+		}
+	}
+	checkOp(t, c.name, params, inputs, build(c), GradCheck{})
+	params["q"].Float64s()[0] = math.NaN()
+	got = evalOp(t, Float64, false, params, inputs, build(c))
+	if !math.IsNaN(got[0]) || math.IsNaN(got[2]) {
+		t.Fatalf("NaN query: outputs %v, want NaN in row 0 only", got[:4])
+	}
+
+	// Epanechnikov at a bandwidth far below every distance: no key in the support.
+	e := tiledCase{name: "outsideSupport", kern: testEpan{}, b: 1, h: 1, tq: 4, tk: 5, hval: 1e-3}
+	params, inputs = e.tensors(4)
+	got = evalOp(t, Float64, false, params, inputs, build(e))
+	for i, x := range got {
+		if x != 0 {
+			t.Fatalf("output %d of a query with no key in the support = %g, want 0", i, x)
+		}
+	}
+	checkOp(t, e.name, params, inputs, build(e), GradCheck{})
+}
+
+// TestKernelAttentionWeights checks that LocalMeanWeights reads the op's weights: on
+// both layouts they are [B, H, Tq, Tk], zero on hidden keys, sum to 1 per query, and
+// reproduce the output as Σ_s w_ts v_s.
+func TestKernelAttentionWeights(t *testing.T) {
+	c := tiledCase{name: "gaussPad", kern: testGauss{}, b: 2, h: 2, tq: 6, tk: 6, mask: Mask{Causal: true}, keyPad: true, hval: 1.5}
+	params, inputs := c.tensors(5)
+	for _, layout := range []string{"split", "features"} {
+		var w, vis *Node
+		build := func(g *Graph, p map[string]*Node) *Node {
+			var m *Node
+			out := c.buildWith((*Graph).KernelAttention)(g, p)
+			if layout == "features" {
+				out = c.splitOutput(g, c.mergedOp(g, p, (*Graph).KernelAttention, &m))
+			} else {
+				m = out
+			}
+			w, vis = g.LocalMeanWeights(m)
+			return g.Concat(0, g.Reshape(out, []int{c.b * c.h * c.tq * 2}), g.Reshape(w, []int{c.b * c.h * c.tq * c.tk}), g.Reshape(vis, []int{c.b * c.h * c.tq * c.tk}))
+		}
+		got := evalOp(t, Float64, false, params, inputs, build)
+		if s := w.Shape(); len(s) != 4 || s[0] != c.b || s[1] != c.h || s[2] != c.tq || s[3] != c.tk {
+			t.Fatalf("%s: weights %v, want [%d %d %d %d]", layout, s, c.b, c.h, c.tq, c.tk)
+		}
+		n := c.b * c.h * c.tq
+		out, ws, vs := got[:n*2], got[n*2:n*2+n*c.tk], got[n*2+n*c.tk:]
+		v := params["v"].Float64s()
+		for p := range c.b * c.h {
+			for q := range c.tq {
+				row := ws[(p*c.tq+q)*c.tk : (p*c.tq+q+1)*c.tk]
+				var sum, m0, m1 float64
+				for s, x := range row {
+					if vs[(p*c.tq+q)*c.tk+s] == 0 && x != 0 {
+						t.Fatalf("%s: weight %g on a hidden key", layout, x)
+					}
+					sum += x
+					m0 += x * v[(p*c.tk+s)*2]
+					m1 += x * v[(p*c.tk+s)*2+1]
+				}
+				o := out[(p*c.tq+q)*2:]
+				if (sum != 0 && math.Abs(sum-1) > 1e-12) || math.Abs(m0-o[0]) > 1e-12 || math.Abs(m1-o[1]) > 1e-12 {
+					t.Fatalf("%s: problem %d query %d: weights sum to %g and give (%g, %g), output (%g, %g)", layout, p, q, sum, m0, m1, o[0], o[1])
+				}
+			}
+		}
+	}
+}
+
+// TestKernelAttentionErrors checks that bad shapes give errors naming the op.
+func TestKernelAttentionErrors(t *testing.T) {
+	c := tiledCase{name: "exp", kern: testExp{}, b: 1, h: 2, tq: 3, tk: 4, hval: 1}
+	params, _ := c.tensors(6)
+	params["h"] = tensor.New(tensor.WithShape(3), tensor.WithBacking([]float64{1, 1, 1}))
+	g := NewGraph(Float64, false, 1)
+	p := map[string]*Node{}
+	for name, x := range params {
+		p[name] = g.ConstTensor(x.Shape(), x.Float64s())
+	}
+	if m := c.buildWith((*Graph).KernelAttention)(g, p); m != nil || g.Err() == nil {
+		t.Fatalf("bandwidth [3] for 2 heads: got %v, error %v", m, g.Err())
+	}
+	if msg := g.Err().Error(); msg != "KernelAttention: bandwidth (3), want [1], [2] or [2, 3]" {
+		t.Fatalf("error %q", msg)
+	}
+}
