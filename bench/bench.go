@@ -64,6 +64,8 @@ type Shape struct {
 	Tiling        layers.Tiling
 	// RandomFeatures m > 0 runs random-feature attention (layers.AttentionConfig).
 	RandomFeatures int
+	// Bandwidth is the attention layers' bandwidth mode (fixed by default).
+	Bandwidth layers.BandwidthMode
 }
 
 // NewShaped is New with the sizes and attention of s.
@@ -74,8 +76,8 @@ func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	if name == "dae" && (s.SeqLen > 0 || s.Batch > 0) {
 		return nil, fmt.Errorf("workload dae takes no sequence length or batch")
 	}
-	if name != "charlm" && (s.Kernel != "" || s.Tiling != layers.TilingAuto || s.RandomFeatures != 0) {
-		return nil, fmt.Errorf("workload %s takes no kernel, tiling or random features (charlm does)", name)
+	if name != "charlm" && (s.Kernel != "" || s.Tiling != layers.TilingAuto || s.RandomFeatures != 0 || s.Bandwidth != layers.BandwidthFixed) {
+		return nil, fmt.Errorf("workload %s takes no kernel, tiling, random features or bandwidth mode (charlm does)", name)
 	}
 	switch name {
 	case "charlm":
@@ -112,7 +114,7 @@ func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 		return nil, err
 	}
 	cfg := transformer.DefaultConfig(transformer.ArchLM, V, T)
-	cfg.Tiling, cfg.RandomFeatures = shape.Tiling, shape.RandomFeatures
+	cfg.Tiling, cfg.RandomFeatures, cfg.Bandwidth = shape.Tiling, shape.RandomFeatures, shape.Bandwidth
 	if shape.Kernel != "" {
 		if cfg.Kernel.Kernel, err = layers.ParseKernel(shape.Kernel); err != nil {
 			return nil, err
@@ -148,7 +150,8 @@ func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 	return &Workload{
 		Name: "charlm", Params: ps, Units: "tokens", PerStep: B * T,
 		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T, "batch": B, "lr": 3e-3,
-			"kernel": cfg.Kernel.String(), "tiling": cfg.Tiling.String(), "random_features": cfg.RandomFeatures},
+			"kernel": cfg.Kernel.String(), "tiling": cfg.Tiling.String(), "random_features": cfg.RandomFeatures,
+			"bandwidth": cfg.Bandwidth.String()},
 		Step: trainStep(model, opt, ps, batches),
 	}, nil
 }
