@@ -157,6 +157,9 @@ type KernelAttention struct {
 	bw     *bandwidth
 	scope  string
 	rf     []float64 // [RandomFeatures, DHead] feature rows, when RandomFeatures > 0
+	// unfused sends every kernel through the general path (scores, then LocalMean):
+	// the reference that the tests compare the fused ops with.
+	unfused bool
 }
 
 // NewKernelAttention creates the layer's parameters under s.
@@ -240,7 +243,7 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if a.cfg.RandomFeatures == 0 && (a.standard() || a.tiledInFeatures(g, mem)) {
+	if a.cfg.RandomFeatures == 0 && a.inFeatures() {
 		return a.attendFused(g, x, mem, opt)
 	}
 	k, v := a.KeysValues(g, mem, 0)
@@ -248,27 +251,34 @@ func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt A
 }
 
 // standard reports whether the layer is plain scaled dot-product attention (the
-// exponential kernel at a fixed bandwidth, no rotary embedding), which Attend runs as one
-// fused op on the [B, T, Dim] layout instead of split heads, scores and a local mean.
+// exponential kernel at a fixed bandwidth, no rotary embedding), which Attend runs as
+// autodiff's Attention, the fused op of softmax(QKᵀ/h)V.
 func (a *KernelAttention) standard() bool {
 	_, exp := a.Kernel.(Exponential)
 	return exp && a.bw.cfg.Mode == BandwidthFixed && !a.cfg.Rotary
 }
 
-// tiledInFeatures reports whether Attend over mem runs the tiled local mean on the
-// [B, T, Dim] layout: a kernel it can evaluate and no rotary embedding (every bandwidth
-// mode works there; kNN reads the projections in that layout too).
-func (a *KernelAttention) tiledInFeatures(g *autodiff.Graph, mem *autodiff.Node) bool {
-	if mem == nil || len(mem.Shape()) != 3 || !a.tiles(g, mem.Shape()[1]) || a.cfg.Rotary {
+// inFeatures reports whether Attend runs one fused op on the [B, T, Dim] layout instead
+// of split heads: standard attention, or a kernel that the fused kernel ops evaluate
+// (pairKernel) without rotary embedding (every bandwidth mode works there; kNN reads the
+// projections in that layout too).
+func (a *KernelAttention) inFeatures() bool {
+	if a.unfused {
+		return false
+	}
+	if a.standard() {
+		return true
+	}
+	if a.cfg.Rotary {
 		return false
 	}
 	_, ok := a.pairKernel()
 	return ok
 }
 
-// attendFused is Attend for a standard layer, or a tiled one (tiledInFeatures): the same
-// function as KeysValues followed by AttendKV, computed on the [B, T, Dim] layout by
-// autodiff's fused Attention or TiledLocalMean.
+// attendFused is Attend on the [B, T, Dim] layout (inFeatures): the same function as
+// KeysValues followed by AttendKV, computed by autodiff's Attention (standard attention),
+// KernelAttention or TiledLocalMean without head split or merge copies.
 func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
 	if !ready(g, "kernel attention", a.scope, x, mem) {
 		return nil
@@ -288,30 +298,42 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	}
 	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
 	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
-	if !a.tiles(g, ms[1]) {
+	if a.standard() && !a.tiles(g, ms[1]) {
 		m := g.Attention(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask)
 		a.tapWeights(g, m)
 		return a.O.Forward(g, m)
 	}
 	pk, _ := a.pairKernel()
 	mask = restrictMask(a.Kernel, mask)
-	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, xs[0], xs[1], true)
-	return a.O.Forward(g, a.tiledMean(g, pk, q, k, v, h, opt, mask, xs[1], ms[1], true))
+	h := a.bw.fusedWidth(g, x, q, k, opt.KeyMask, mask, xs[0], xs[1], true)
+	return a.O.Forward(g, a.pairMean(g, pk, q, k, v, h, opt, mask, xs[0], xs[1], ms[1], true))
 }
 
-// tiledMean is the local mean by autodiff's TiledLocalMean, on split heads
-// [B·H, T, DHead] or (inFeatures) on [B, T, Dim].
-func (a *KernelAttention) tiledMean(g *autodiff.Graph, pk autodiff.PairKernel, q, k, v *autodiff.Node, h Width,
-	opt AttendOptions, mask autodiff.Mask, tq, tk int, inFeatures bool) *autodiff.Node {
+// pairMean is the local mean under a kernel that autodiff evaluates pair by pair
+// (pairKernel), at bandwidth h (bandwidth.fusedWidth): TiledLocalMean where the layer
+// tiles, else KernelAttention, which keeps the weights (and taps them). It runs on split
+// heads [B·H, T, DHead] or (inFeatures) on [B, T, Dim].
+func (a *KernelAttention) pairMean(g *autodiff.Graph, pk autodiff.PairKernel, q, k, v *autodiff.Node, h Width,
+	opt AttendOptions, mask autodiff.Mask, b, tq, tk int, inFeatures bool) *autodiff.Node {
 	table, _ := relativeScores(g, a.Kernel, tq, tk, opt.Offset)
-	hn := h.Node
-	if hn != nil && len(hn.Shape()) != 2 {
-		hn = g.Reshape(hn, []int{1})
-	}
-	return g.TiledLocalMean(pk, q, k, v, autodiff.TiledOptions{
-		Bandwidth: hn, BandwidthValue: h.Value, RelBias: table, KeyMask: opt.KeyMask, Heads: a.Heads, Mask: mask,
+	o := autodiff.TiledOptions{
+		Bandwidth: h.Node, BandwidthValue: h.Value, RelBias: table, KeyMask: opt.KeyMask, Heads: a.Heads, Mask: mask,
 		HeadsInFeatures: inFeatures,
-	})
+	}
+	if a.tiles(g, tk) {
+		return g.TiledLocalMean(pk, q, k, v, o)
+	}
+	m := g.KernelAttention(pk, q, k, v, o)
+	a.tapWeights(g, m)
+	a.tapBandwidth(g, h, b, tq)
+	return m
+}
+
+// tapBandwidth taps the per-query bandwidths h [B·H, Tq] of the query and knn modes.
+func (a *KernelAttention) tapBandwidth(g *autodiff.Graph, h Width, b, tq int) {
+	if g.Tapping() && h.Node != nil && len(h.Node.Shape()) == 2 && a.bw.cfg.Mode >= BandwidthQuery {
+		g.Tap(joinName(a.scope, TapBandwidth), g.Reshape(h.Node, []int{b, a.Heads, tq}))
+	}
 }
 
 // KeysValues projects mem [B, Tk, KVDim], at positions offset..offset+Tk−1, to the
@@ -369,27 +391,38 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 		q = ApplyRotary(g, q, opt.Offset, a.cfg.RotaryBase)
 	}
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})
-	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq, false)
-	if a.cfg.RandomFeatures > 0 {
+	var m *autodiff.Node // [B, H, Tq, dh]
+	switch pk, ok := a.pairKernel(); {
+	case a.cfg.RandomFeatures > 0:
+		h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq, false)
 		hk := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tk, false)
-		m := a.randomFeatureMean(g, q, k, v, h, hk, opt, mask) // [B·H, Tq, dh]
-		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
-		return a.O.Forward(g, merged)
+		m = g.Reshape(a.randomFeatureMean(g, q, k, v, h, hk, opt, mask), []int{b, a.Heads, tq, a.DHead})
+	case ok && !a.unfused:
+		h := a.bw.fusedWidth(g, x, q, k, opt.KeyMask, mask, b, tq, false)
+		m = g.Reshape(a.pairMean(g, pk, q, k, v, h, opt, mask, b, tq, tk, false), []int{b, a.Heads, tq, a.DHead})
+	default:
+		m = a.generalMean(g, q, k, v, a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq, false), opt, mask)
 	}
-	if pk, ok := a.pairKernel(); ok && a.tiles(g, tk) {
-		m := a.tiledMean(g, pk, q, k, v, h, opt, mask, tq, tk, false) // [B·H, Tq, dh]
-		merged := g.Reshape(g.Transpose(g.Reshape(m, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
-		return a.O.Forward(g, merged)
+	merged := g.Reshape(g.Transpose(m, 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
+	return a.O.Forward(g, merged)
+}
+
+// generalMean is the local mean of any kernel (mixtures, position kernels on absolute
+// positions): the kernel's scores [B·H, Tq, Tk] and position scores materialised, then
+// autodiff's LocalMean, returning [B, H, Tq, DHead]. It taps the weights and per-query
+// bandwidths.
+func (a *KernelAttention) generalMean(g *autodiff.Graph, q, k, v *autodiff.Node, h Width, opt AttendOptions, mask autodiff.Mask) *autodiff.Node {
+	if g.Err() != nil {
+		return nil
 	}
+	qs, ks := q.Shape(), k.Shape()
+	b, tq, tk := qs[0]/a.Heads, qs[1], ks[1]
 	s := addPositionScores(g, a.Kernel, a.Kernel.Scores(g, q, k, h), a.Heads, opt.Offset)
 	s = g.Reshape(s, []int{b, a.Heads, tq, tk})
 	m := g.LocalMean(s, g.Reshape(v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask) // [B, H, Tq, dh]
 	a.tapWeights(g, m)
-	if g.Tapping() && h.Node != nil && len(h.Node.Shape()) == 2 && a.bw.cfg.Mode >= BandwidthQuery {
-		g.Tap(joinName(a.scope, TapBandwidth), g.Reshape(h.Node, []int{b, a.Heads, tq}))
-	}
-	merged := g.Reshape(g.Transpose(m, 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
-	return a.O.Forward(g, merged)
+	a.tapBandwidth(g, h, b, tq)
+	return m
 }
 
 // The names under which KernelAttention taps its insides (autodiff.Graph.Tap), after

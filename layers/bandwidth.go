@@ -190,6 +190,16 @@ func (b *bandwidth) width(g *autodiff.Graph, x, q, k, keyMask *autodiff.Node, ma
 	return Width{Node: g.Fail(fmt.Errorf("bandwidth: unknown mode %v", b.cfg.Mode))}
 }
 
+// fusedWidth is width as autodiff's fused kernel ops take it (TiledOptions.Bandwidth):
+// the same except that per-head bandwidths stay one node [Heads] instead of being
+// broadcast to every query row.
+func (b *bandwidth) fusedWidth(g *autodiff.Graph, x, q, k, keyMask *autodiff.Node, mask autodiff.Mask, batch, tq int, inFeatures bool) Width {
+	if b.cfg.Mode == BandwidthHead {
+		return Width{Node: g.AddConst(g.Softplus(g.Param(b.rho)), b.hmin)}
+	}
+	return b.width(g, x, q, k, keyMask, mask, batch, tq, inFeatures)
+}
+
 // broadcastHeads turns per-head values h [H] into [B·H, Tq] with two outer products.
 func broadcastHeads(g *autodiff.Graph, h *autodiff.Node, batch, heads, tq int) *autodiff.Node {
 	bh := g.MatMul(g.ConstTensor([]int{batch, 1}, ones(batch)), g.Reshape(h, []int{1, heads}))
