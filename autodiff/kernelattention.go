@@ -219,11 +219,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 						continue
 					}
 					if biasParts != nil {
-						part := biasParts[pi*bw : (pi+1)*bw]
-						m, pos := k.biasM, t+k.mask.Offset
-						for j, x := range gs {
-							part[min(max(lo+j-pos, -m), m)+m] += x
-						}
+						k.addBiasGrads(biasParts[pi*bw:(pi+1)*bw], gs, t, lo)
 					}
 					var drow []T
 					if needQK {

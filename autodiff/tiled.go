@@ -413,12 +413,51 @@ func pairRowScores[T float](k *pairSpec, pr *problem[T], sc *pairScratch, dots [
 	s := sc.s[:hi-lo]
 	k.kern.PairScores(s, dot, d2, pr.bandwidth(t))
 	if pr.bias != nil {
-		m, pos := k.biasM, t+k.mask.Offset
-		for j := range s {
-			s[j] += float64(pr.bias[min(max(lo+j-pos, -m), m)+m])
+		j0, j1 := k.biasSpan(t, lo, len(s))
+		m := k.biasM
+		for j := range j0 {
+			s[j] += float64(pr.bias[0])
+		}
+		if j1 > j0 {
+			inner := pr.bias[lo+j0-t-k.mask.Offset+m:]
+			for j := j0; j < j1; j++ {
+				s[j] += float64(inner[j-j0])
+			}
+		}
+		for j := j1; j < len(s); j++ {
+			s[j] += float64(pr.bias[2*m])
 		}
 	}
 	return s
+}
+
+// biasSpan splits the keys lo..lo+n−1 of query t by their relative position
+// r = s − t − Offset: keys j < j0 have r <= −M (bias entry 0), keys j >= j1 have r >= M
+// (entry 2M), and the keys between take entry r + M, consecutive entries.
+func (k *pairSpec) biasSpan(t, lo, n int) (j0, j1 int) {
+	pos := t + k.mask.Offset
+	j0 = min(max(pos-k.biasM-lo+1, 0), n)
+	j1 = min(max(pos+k.biasM-lo, j0), n)
+	return j0, j1
+}
+
+// addBiasGrads adds the score gradients gs of query t and keys lo..lo+len(gs)−1 into the
+// gradient of the bias row, part [2M+1].
+func (k *pairSpec) addBiasGrads(part, gs []float64, t, lo int) {
+	j0, j1 := k.biasSpan(t, lo, len(gs))
+	m := k.biasM
+	for _, x := range gs[:j0] {
+		part[0] += x
+	}
+	if j1 > j0 {
+		inner := part[lo+j0-t-k.mask.Offset+m:]
+		for j, x := range gs[j0:j1] {
+			inner[j] += x
+		}
+	}
+	for _, x := range gs[j1:] {
+		part[2*m] += x
+	}
 }
 
 // tileScores sets sc.s[:c1−c0] to the scores of query t against keys c0..c1−1 (row i of
@@ -674,11 +713,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 							continue
 						}
 						if biasParts != nil {
-							part := biasParts[p*bw : (p+1)*bw]
-							m, pos := k.biasM, t+k.mask.Offset
-							for j, x := range gs {
-								part[min(max(c0+j-pos, -m), m)+m] += x
-							}
+							k.addBiasGrads(biasParts[p*bw:(p+1)*bw], gs, t, c0)
 						}
 						dot, d2 := pairRowTerms(&k.pairSpec, &sc.pairScratch, sc.dots[i*tileKeys:i*tileKeys+w], t, c0, c1)
 						gdot, gd2 := sc.gdot[:w], sc.gd2[:w]

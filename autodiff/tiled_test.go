@@ -102,6 +102,7 @@ var tiledCases = []tiledCase{
 	{name: "gaussCausalHollow", kern: testGauss{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true, Hollow: true}, hval: 1.5},
 	{name: "epanCausal", kern: testEpan{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, hval: 2.5},
 	{name: "gaussHeadsCausalBias", kern: testGauss{}, b: 2, h: 3, tq: 40, tk: 40, mask: Mask{Causal: true}, perHead: true, biasM: 4, biasP: 3, hval: 1.3},
+	{name: "expOffsetBias", kern: testExp{}, b: 1, h: 2, tq: 6, tk: 70, mask: Mask{Causal: true, Offset: 64}, biasM: 3, biasP: 2, hval: 2},
 	{name: "uniformWindowBias", kern: testUniform{}, b: 1, h: 2, tq: 35, tk: 35, mask: Mask{Window: 6}, biasM: 3, biasP: 2, hval: 1},
 }
 

@@ -53,8 +53,9 @@ func (Epanechnikov) PairTerms() (dot, dist bool) { return false, true }
 
 // PairScores sets s = log(1 − ‖q − k‖² / h²), −Inf outside the support.
 func (Epanechnikov) PairScores(s, _, d2 []float64, h float64) {
+	c := 1 / (h * h) // a product per pair is faster than a quotient
 	for j, x := range d2 {
-		u := x / (h * h)
+		u := x * c
 		if u >= 1 {
 			s[j] = math.Inf(-1)
 			continue

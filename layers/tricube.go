@@ -59,8 +59,9 @@ func (Tricube) PairTerms() (dot, dist bool) { return false, true }
 
 // PairScores sets s = 3·log(1 − (‖q − k‖ / h)³), −Inf outside the support.
 func (Tricube) PairScores(s, _, d2 []float64, h float64) {
+	c := 1 / h // a product per pair is faster than a quotient
 	for j, x := range d2 {
-		u := math.Sqrt(x) / h
+		u := math.Sqrt(x) * c
 		if u >= 1 {
 			s[j] = math.Inf(-1)
 			continue
