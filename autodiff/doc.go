@@ -53,7 +53,11 @@
 // TiledLocalMean is the local mean for long sequences (THEORY.md §8): it takes queries,
 // keys and values and a PairKernel instead of scores, walks the keys in tiles with an
 // online normaliser and recomputes the weights in the backward pass, so its memory is
-// O(T) where LocalMean's is O(T²), under the same edge-case rules.
+// O(T) where LocalMean's is O(T²), under the same edge-case rules. KernelAttention is the
+// same function with Attention's loop: per block of queries one product with the visible
+// keys, the kernel's log-scores evaluated in place, the masked normalisation that
+// LocalMean and Attention share, and one product with the values, keeping the weights
+// for the backward pass (the faster choice at short and moderate lengths).
 //
 // CheckGradients compares every gradient with central finite differences in float64;
 // Locus trains in float32.
@@ -62,7 +66,7 @@
 //
 // A graph built with RunMode.Taps has extra outputs that layers add with Graph.Tap, and
 // Model.Run returns them in Result.Taps; other graphs have none and pay nothing.
-// Graph.LocalMeanWeights exposes the normalised weights a LocalMean or Attention op used in
+// Graph.LocalMeanWeights exposes the normalised weights a LocalMean, Attention or KernelAttention op used in
 // the same run (a copy of the op's own weights, not a recomputation) and which keys its
 // masks let each query see.
 //

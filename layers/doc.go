@@ -113,14 +113,19 @@
 // naming it. In the graph, attention uses the layout [B, H, T, d_head], and a bandwidth
 // is a value that broadcasts against the scores [B, H, Tq, Tk] (ONNXWidth).
 //
-// # Long sequences
+// # Fused kernel attention and long sequences
 //
-// From TiledMinKeys keys on (AttentionConfig.Tiling), KernelAttention computes its local
-// mean with autodiff's TiledLocalMean, in O(T) memory instead of O(T²): the content kernel
-// scores pairs from q·k and ‖q − k‖² (each kernel's PairTerms, PairScores and PairGrads, in
-// its own file), position kernels give a table over relative positions
-// (RelativePositionKernel), and boxes skip whole tiles, so a window of w keys costs O(T·w).
-// Mixture kernels keep the stored weights at every length.
+// A content kernel scores pairs from q·k and ‖q − k‖² (each kernel's PairTerms, PairScores
+// and PairGrads, in its own file), and position kernels give a table over relative
+// positions (RelativePositionKernel). Every kernel of that form (alone or times position
+// kernels), at every bandwidth mode, runs on autodiff's fused ops: KernelAttention, which
+// evaluates the scores inside Attention's block loop and keeps the weights, and from
+// TiledMinKeys keys on (AttentionConfig.Tiling) TiledLocalMean, in O(T) memory instead of
+// O(T²), where boxes skip whole tiles, so a window of w keys costs O(T·w). Without rotary
+// embedding or kNN bandwidths they read the [B, T, Dim] layout directly. Standard attention
+// (the exponential kernel at a fixed bandwidth) runs on autodiff's Attention. Mixture
+// kernels and position kernels without the relative form take the general path: their scores
+// materialised, then LocalMean.
 //
 // With AttentionConfig.RandomFeatures = m > 0 (randomfeatures.go), the exponential and
 // Gaussian kernels, alone or times causal, at a fixed, per-layer or per-head bandwidth,
