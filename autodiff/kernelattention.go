@@ -1,6 +1,8 @@
 package autodiff
 
 import (
+	"math"
+
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff/internal/gemm"
@@ -22,6 +24,18 @@ func (g *Graph) KernelAttention(kern PairKernel, q, k, v *Node, opt TiledOptions
 		return nil
 	}
 	return g.applyFused(&kernelAttention{pairSpec: spec, keyMask: opt.KeyMask}, inputs...)
+}
+
+// DirectPairKernel is a PairKernel that also gives its values K = exp(score) directly,
+// where they cost less than their logarithms (the compact kernels and Cauchy's, whose
+// log-scores take a log1p per pair). KernelAttention then normalises the values of each
+// query's visible keys by their sum instead of taking a softmax of the scores: the same
+// weights, without a log or an exp per pair.
+type DirectPairKernel interface {
+	PairKernel
+	// PairValues sets k[j] = K of pair j (≥ 0, and at most 1 so that sums stay finite),
+	// exp of what PairScores gives, 0 outside the support; slices as PairScores's.
+	PairValues(k, dot, d2 []float64, h float64)
 }
 
 type kernelAttention struct {
@@ -73,10 +87,15 @@ func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 // kernel reads them) and the local means into out.
 func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out []T) {
 	needQK := k.useDot || k.useDist
+	direct, _ := k.kern.(DirectPairKernel)
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
 		sc := newPairScratch(d.tk, d.tq, d.tk)
+		var eb []float64 // exp(bias − max bias), for a direct kernel
 		for pi := plo; pi < phi; pi++ {
 			pr := tiledProblem(&k.pairSpec, d, a, pi)
+			if direct != nil && pr.bias != nil {
+				eb = expBias(pr.bias, eb)
+			}
 			op := out[d.off(pi, d.tq, d.dv, d.lv):]
 			ph := p[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
 			var dh []T
@@ -103,11 +122,15 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 					row := ph[t*d.tk : (t+1)*d.tk]
 					lo, hi, _ := k.mask.visible(t, d.tk)
 					lo, hi = max(lo, clo), min(hi, chi)
+					var drow []T
+					if needQK && hi > lo {
+						drow = dh[t*d.tk+lo : t*d.tk+hi]
+					}
+					if direct != nil {
+						directWeights(k, direct, &pr, &sc, eb, drow, row, t, clo, chi)
+						continue
+					}
 					if hi > lo {
-						var drow []T
-						if needQK {
-							drow = dh[t*d.tk+lo : t*d.tk+hi]
-						}
 						for j, x := range pairRowScores(&k.pairSpec, &pr, &sc, drow, t, lo, hi) {
 							row[lo+j] = T(x)
 						}
@@ -118,6 +141,91 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 			}
 		}
 	})
+}
+
+// expBias returns exp(b − max b) for the entries of a bias row, in buf's storage.
+func expBias[T float](bias []T, buf []float64) []float64 {
+	if cap(buf) < len(bias) {
+		buf = make([]float64, len(bias))
+	}
+	buf = buf[:len(bias)]
+	mx := math.Inf(-1)
+	for _, b := range bias {
+		mx = max(mx, float64(b))
+	}
+	for i, b := range bias {
+		buf[i] = math.Exp(float64(b) - mx)
+	}
+	return buf
+}
+
+// directWeights is softmaxVisible for a DirectPairKernel: it writes into row[clo:chi] the
+// weights of query t, K_ts·exp(bias_ts) normalised over the visible keys, 0 for the
+// others, with softmaxVisible's rules (a row that sees nothing or only zeros is 0, a NaN
+// makes the row NaN, a float32 weight below the smallest normal float32 is 0). eb is
+// exp(bias − max bias) of the problem's bias row, or unused without a bias.
+func directWeights[T float](k *kernelAttention, kern DirectPairKernel, pr *problem[T], sc *pairScratch, eb []float64, dots, row []T, t, clo, chi int) {
+	lo, hi, self := k.mask.visible(t, len(row))
+	lo, hi = max(lo, clo), min(hi, chi)
+	if hi <= lo {
+		clear(row[clo:chi])
+		return
+	}
+	clear(row[clo:lo])
+	clear(row[hi:chi])
+	dot, d2 := pairRowTerms(&k.pairSpec, sc, dots, t, lo, hi)
+	kv := sc.s[:hi-lo]
+	kern.PairValues(kv, dot, d2, pr.bandwidth(t))
+	if pr.bias != nil {
+		j0, j1 := k.biasSpan(t, lo, len(kv))
+		m := k.biasM
+		for j := range j0 {
+			kv[j] *= eb[0]
+		}
+		for j := j0; j < j1; j++ {
+			kv[j] *= eb[lo+j-t-k.mask.Offset+m]
+		}
+		for j := j1; j < len(kv); j++ {
+			kv[j] *= eb[2*m]
+		}
+	}
+	if self >= lo && self < hi {
+		kv[self-lo] = 0
+	}
+	if pr.km != nil {
+		for j, x := range pr.km[lo:hi] {
+			if x == 0 {
+				kv[j] = 0
+			}
+		}
+	}
+	var sum float64
+	for _, x := range kv {
+		sum += x
+	}
+	w := row[lo:hi]
+	switch {
+	case math.IsNaN(sum) || math.IsInf(sum, 0):
+		for j := range w {
+			w[j] = T(math.NaN())
+		}
+		return
+	case sum == 0:
+		clear(w)
+		return
+	}
+	inv := 1 / sum
+	var tiny float64 // the smallest normal of T: smaller weights are 0, as softmaxVisible's
+	if _, f32 := any(w).([]float32); f32 {
+		tiny = 0x1p-126
+	}
+	for j, x := range kv {
+		x *= inv
+		if x < tiny {
+			x = 0
+		}
+		w[j] = T(x)
+	}
 }
 
 func (k *kernelAttention) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {

@@ -60,6 +60,11 @@ func (testEpan) PairScores(s, _, d2 []float64, h float64) {
 		s[j] = math.Log1p(-u)
 	}
 }
+func (testEpan) PairValues(k, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		k[j] = max(1-x/(h*h), 0)
+	}
+}
 func (testEpan) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64
 	for j, g := range gs {

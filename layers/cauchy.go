@@ -52,6 +52,15 @@ func (Cauchy) PairScores(s, _, d2 []float64, h float64) {
 	}
 }
 
+// PairValues sets k = 1 / (1 + ‖q − k‖² / h²) (autodiff.DirectPairKernel: the fused op
+// weighs pairs without a log per pair).
+func (Cauchy) PairValues(k, _, d2 []float64, h float64) {
+	c := 1 / (h * h)
+	for j, x := range d2 {
+		k[j] = 1 / (1 + x*c)
+	}
+}
+
 // PairGrads returns the gradients of −log(1 + ‖q − k‖² / h²).
 func (Cauchy) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64

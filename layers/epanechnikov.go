@@ -64,6 +64,15 @@ func (Epanechnikov) PairScores(s, _, d2 []float64, h float64) {
 	}
 }
 
+// PairValues sets k = max(0, 1 − ‖q − k‖² / h²) (autodiff.DirectPairKernel: the fused
+// op weighs pairs without a log per pair).
+func (Epanechnikov) PairValues(k, _, d2 []float64, h float64) {
+	c := 1 / (h * h)
+	for j, x := range d2 {
+		k[j] = max(1-x*c, 0)
+	}
+}
+
 // PairGrads returns the gradients of log(1 − ‖q − k‖² / h²), zero outside the support.
 func (Epanechnikov) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64

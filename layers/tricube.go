@@ -70,6 +70,21 @@ func (Tricube) PairScores(s, _, d2 []float64, h float64) {
 	}
 }
 
+// PairValues sets k = (1 − (‖q − k‖ / h)³)³, 0 outside the support
+// (autodiff.DirectPairKernel: the fused op weighs pairs without a log per pair).
+func (Tricube) PairValues(k, _, d2 []float64, h float64) {
+	c := 1 / h
+	for j, x := range d2 {
+		u := math.Sqrt(x) * c
+		if u >= 1 {
+			k[j] = 0
+			continue
+		}
+		v := 1 - u*u*u
+		k[j] = v * v * v
+	}
+}
+
 // PairGrads returns the gradients of 3·log(1 − u³), u = ‖q − k‖ / h: zero outside the
 // support and at q = k.
 func (Tricube) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
