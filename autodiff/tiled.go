@@ -387,7 +387,7 @@ func sqNorms[T float](x []T, rows, d, ld int, out []float64) {
 // from the squared norms in sc.qq and sc.kk.
 func pairRowTerms[T float](k *pairSpec, sc *pairScratch, dots []T, t, lo, hi int) (dot, d2 []float64) {
 	w := hi - lo
-	if k.useDot || k.useDist {
+	if k.useDot {
 		dot = sc.dot[:w]
 		for j, x := range dots[:w] {
 			dot[j] = float64(x)
@@ -396,12 +396,13 @@ func pairRowTerms[T float](k *pairSpec, sc *pairScratch, dots []T, t, lo, hi int
 	if k.useDist {
 		d2 = sc.d2[:w]
 		qq, kk := sc.qq[t], sc.kk[lo:hi]
-		for j := range d2 {
-			d2[j] = max(qq+kk[j]-2*dot[j], 0)
+		for j, x := range dots[:w] {
+			v := qq + kk[j] - 2*float64(x)
+			if v < 0 { // round-off below 0; NaN stays NaN
+				v = 0
+			}
+			d2[j] = v
 		}
-	}
-	if !k.useDot {
-		dot = nil
 	}
 	return dot, d2
 }
