@@ -122,7 +122,7 @@
 // evaluates the scores inside Attention's block loop and keeps the weights, and from
 // TiledMinKeys keys on (AttentionConfig.Tiling) TiledLocalMean, in O(T) memory instead of
 // O(T²), where boxes skip whole tiles, so a window of w keys costs O(T·w). Without rotary
-// embedding or kNN bandwidths they read the [B, T, Dim] layout directly. Standard attention
+// embedding they read the [B, T, Dim] layout directly. Standard attention
 // (the exponential kernel at a fixed bandwidth) runs on autodiff's Attention. Mixture
 // kernels and position kernels without the relative form take the general path: their scores
 // materialised, then LocalMean.
