@@ -55,12 +55,16 @@ func (Laplacian) PairScores(s, _, d2 []float64, h float64) {
 // PairGrads returns the gradients of −‖q − k‖ / h, with the zero subgradient at q = k.
 func (Laplacian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64
+	c := -0.5 / h // one quotient per pair instead of two
 	for j, g := range gs {
-		r := math.Sqrt(d2[j])
-		if g == 0 || r == 0 {
+		if g == 0 {
 			continue
 		}
-		gd2[j] = -g / (2 * r * h)
+		r := math.Sqrt(d2[j])
+		if r == 0 {
+			continue
+		}
+		gd2[j] = c * g / r
 		gh += g * r
 	}
 	return gh / (h * h)

@@ -89,15 +89,21 @@ func (Tricube) PairValues(k, _, d2 []float64, h float64) {
 // support and at q = k.
 func (Tricube) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64
+	ih := 1 / h // one quotient per pair instead of three
+	c := -4.5 * ih * ih * ih
 	for j, g := range gs {
-		r := math.Sqrt(d2[j])
-		u := r / h
-		if g == 0 || u >= 1 {
+		if g == 0 {
 			continue
 		}
-		den := 1 - u*u*u
-		gd2[j] = -4.5 * g * r / (h * h * h * den)
-		gh += 9 * g * u * u * u / (h * den)
+		r := math.Sqrt(d2[j])
+		u := r * ih
+		if u >= 1 {
+			continue
+		}
+		u3 := u * u * u
+		f := g / (1 - u3)
+		gd2[j] = c * f * r
+		gh += 9 * f * u3
 	}
-	return gh
+	return gh * ih
 }
