@@ -41,6 +41,10 @@ type microKernel struct {
 	// directT is direct for a transposed A: the mr values of step p are a[p·lda+i];
 	// nil where the kernel needs Aᵀ packed.
 	directT func(k int, a []float32, lda int, b, c []float32, ldc int, set bool)
+	// narrow, if not nil, is a kernel with the same mr and fewer columns (nr) that
+	// sgemm uses for products of at most narrow.nr columns, where the wide tile would
+	// be part zeros.
+	narrow *microKernel
 }
 
 // goKernel is the portable kernel, in plain Go.
@@ -87,6 +91,9 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
 		return
+	}
+	if kr.narrow != nil && n <= kr.narrow.nr {
+		kr = kr.narrow
 	}
 	// With beta = 0 the first depth panel stores its tiles (C is neither cleared nor
 	// read); every later panel adds.

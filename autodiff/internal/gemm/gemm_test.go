@@ -61,6 +61,15 @@ func TestKernels(t *testing.T) {
 			t.Errorf("kernel %s: tile %d×%d does not fit the blocking", kr.name, kr.mr, kr.nr)
 		}
 		t.Logf("kernel %s: %d×%d, direct %v", kr.name, kr.mr, kr.nr, kr.direct != nil)
+		if nk := kr.narrow; nk != nil {
+			// Sgemm swaps it in for the whole product: the same rows of A, fewer columns.
+			if nk.mr != kr.mr || nk.nr >= kr.nr || nk.level != kr.level || nc%nk.nr != 0 || nk.narrow != nil {
+				t.Errorf("kernel %s: narrow kernel %d×%d (level %v) does not fit %d×%d", kr.name, nk.mr, nk.nr, nk.level, kr.mr, kr.nr)
+			}
+			if (kr.direct == nil) != (nk.direct == nil) || (kr.directT == nil) != (nk.directT == nil) {
+				t.Errorf("kernel %s: the narrow kernel reads A otherwise", kr.name)
+			}
+		}
 	}
 }
 
@@ -112,7 +121,7 @@ func TestSgemm(t *testing.T) {
 	sizes := [][3]int{
 		{1, 1, 1}, {1, 1, 7}, {1, 40, 5}, {40, 1, 5}, {6, 16, 1}, {12, 32, 1}, {12, 32, 2},
 		{7, 17, 3}, {11, 31, 1}, {13, 33, 2}, {13, 5, 300}, {100, 33, 257}, {64, 64, 16},
-		{200, 2100, 9}, {5, 40, 600}, {24, 64, 255}, {25, 65, 513}, {97, 95, 31}, {128, 80, 77},
+		{200, 2100, 9}, {5, 40, 600}, {48, 16, 300}, {36, 9, 20}, {24, 64, 255}, {25, 65, 513}, {97, 95, 31}, {128, 80, 77},
 	}
 	for _, sz := range sizes {
 		m, n, k := sz[0], sz[1], sz[2]
@@ -250,6 +259,9 @@ func BenchmarkKernels(b *testing.B) {
 		{64, 64, 2048, true, false}, {256, 64, 2048, true, false}, {64, 256, 2048, true, false},
 		// attention heads.
 		{64, 64, 16, false, true}, {128, 128, 16, false, true},
+		// attention heads' 16-column products: P·V, dQ = dS·K (a block of 32 queries),
+		// dK = dSᵀ·Q and dV = Pᵀ·G.
+		{32, 16, 128, false, false}, {128, 16, 32, true, false},
 	}
 	for _, s := range shapes {
 		op := func(t bool) string {

@@ -16,7 +16,10 @@ import (
 
 type shape struct{ mr, nz, unroll int }
 
-var shapes = []shape{{12, 2, 2}}
+// 12×32 is the main kernel; 12×16 (one vector of B per step) serves products of at most
+// 16 columns, such as attention's per-head products with a head width of 16, which
+// would otherwise fill half of every 12×32 tile with zeros.
+var shapes = []shape{{12, 2, 2}, {12, 1, 2}}
 
 func main() {
 	// Other shapes, for experiments: go run gen_avx512.go 8x2x2 (MR x NZ x unroll).

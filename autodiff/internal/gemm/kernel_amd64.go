@@ -26,7 +26,10 @@ func kernels() []*microKernel {
 
 var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT}
 
-var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT}
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, narrow: avx512Narrow}
+
+// avx512Narrow is the 12×16 AVX-512 kernel for products of at most 16 columns.
+var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT}
 
 //go:noescape
 func kernel6x16(k int, a, b, c *float32, ldc int, set bool)
@@ -42,6 +45,15 @@ func kernel12x32z(k int, a, b, c *float32, ldc int, set bool)
 
 //go:noescape
 func kernel12x32zt(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel12x16z(k int, a, b, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel12x16zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel12x16zt(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
 
 //go:noescape
 func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
@@ -86,4 +98,25 @@ func kernelAVX2DirectT(k int, a []float32, lda int, b, c []float32, ldc int, set
 	_ = b[k*16-1]
 	_ = c[5*ldc+15]
 	kernel6x16t(k, &a[0], lda, &b[0], &c[0], ldc, set)
+}
+
+func kernelAVX512N(k int, a, b, c []float32, ldc int, set bool) {
+	_ = a[k*12-1]
+	_ = b[k*16-1]
+	_ = c[11*ldc+15]
+	kernel12x16z(k, &a[0], &b[0], &c[0], ldc, set)
+}
+
+func kernelAVX512NDirect(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+	_ = a[11*lda+k-1]
+	_ = b[k*16-1]
+	_ = c[11*ldc+15]
+	kernel12x16zu(k, &a[0], lda, &b[0], &c[0], ldc, set)
+}
+
+func kernelAVX512NDirectT(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+	_ = a[(k-1)*lda+11]
+	_ = b[k*16-1]
+	_ = c[11*ldc+15]
+	kernel12x16zt(k, &a[0], lda, &b[0], &c[0], ldc, set)
 }
