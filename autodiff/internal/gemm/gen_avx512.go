@@ -5,7 +5,8 @@
 //	go run gen_avx512.go
 //
 // Each kernel keeps an MR×NR tile of C in zmm accumulators (NR = 16·NZ), loads NZ
-// vectors of the packed B panel and broadcasts MR values of A per step of k.
+// vectors of B per step of k (a packed panel, or B in place: its row stride ldb is an
+// argument) and broadcasts MR values of A.
 package main
 
 import (
@@ -76,24 +77,25 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 		return l
 	}
 	label := func(l string) { fmt.Fprintf(w, "%s:\n", lbl(l)) }
+	if u != 1 && u != 2 {
+		panic("unroll 1 or 2: step 1 of B is addressed as (DI)(BX*1)")
+	}
 	if mode == directAT {
-		if u > 2 {
-			panic("transposed A: unroll 1 or 2")
-		}
-		fmt.Fprintf(w, "\n// func %st(k int, a *float32, lda int, b, c *float32, ldc int, set bool)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·%d+j] (= if set): Aᵀ read in place.\n", mr, nr, nr)
-		fmt.Fprintf(w, "TEXT ·%st(SB), NOSPLIT, $0-49\n", name)
+		fmt.Fprintf(w, "\n// func %st(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.\n", mr, nr)
+		fmt.Fprintf(w, "TEXT ·%st(SB), NOSPLIT, $0-57\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ lda+16(FP), R11")
 		p("SHLQ $2, R11")
 		p("MOVQ b+24(FP), DI")
-		p("MOVQ c+32(FP), DX")
-		p("MOVQ ldc+40(FP), R8")
+		p("MOVQ ldb+32(FP), BX")
+		p("MOVQ c+40(FP), DX")
+		p("MOVQ ldc+48(FP), R8")
 	} else if direct {
-		fmt.Fprintf(w, "\n// func %su(k int, a *float32, lda int, b, c *float32, ldc int, set bool)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·%d+j] (= if set): A read in place.\n", mr, nr, nr)
-		fmt.Fprintf(w, "TEXT ·%su(SB), NOSPLIT, $0-49\n", name)
+		fmt.Fprintf(w, "\n// func %su(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.\n", mr, nr)
+		fmt.Fprintf(w, "TEXT ·%su(SB), NOSPLIT, $0-57\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ lda+16(FP), R11")
@@ -107,19 +109,22 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 			p("LEAQ (R10)(R12*2), R14")
 		}
 		p("MOVQ b+24(FP), DI")
-		p("MOVQ c+32(FP), DX")
-		p("MOVQ ldc+40(FP), R8")
+		p("MOVQ ldb+32(FP), BX")
+		p("MOVQ c+40(FP), DX")
+		p("MOVQ ldc+48(FP), R8")
 	} else {
-		fmt.Fprintf(w, "\n// func %s(k int, a, b, c *float32, ldc int, set bool)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·%d+i]·b[p·%d+j] (= if set).\n", mr, nr, mr, nr)
-		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-41\n", name)
+		fmt.Fprintf(w, "\n// func %s(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·%d+i]·b[p·ldb+j] (= if set).\n", mr, nr, mr)
+		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-49\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ b+16(FP), DI")
-		p("MOVQ c+24(FP), DX")
-		p("MOVQ ldc+32(FP), R8")
+		p("MOVQ ldb+24(FP), BX")
+		p("MOVQ c+32(FP), DX")
+		p("MOVQ ldc+40(FP), R8")
 	}
 	p("SHLQ $2, R8")
+	p("SHLQ $2, BX") // B's row stride in bytes
 	for i := range mr {
 		for j := range nz {
 			p("VPXORD %s, %s, %s", acc(i, j), acc(i, j), acc(i, j))
@@ -144,7 +149,11 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 	}
 	body := func(step int) {
 		for j := range nz {
-			p("VMOVUPS %d(DI), %s", 64*(step*nz+j), z(j))
+			if step == 0 {
+				p("VMOVUPS %d(DI), %s", 64*j, z(j))
+			} else {
+				p("VMOVUPS %d(DI)(BX*%d), %s", 64*j, step, z(j))
+			}
 		}
 		for i := range mr {
 			bc := z(nz + i%2)
@@ -168,7 +177,12 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 		} else {
 			p("ADDQ $%d, SI", 4*mr*steps)
 		}
-		p("ADDQ $%d, DI", 64*nz*steps)
+		switch steps {
+		case 1:
+			p("ADDQ BX, DI")
+		default:
+			p("LEAQ (DI)(BX*%d), DI", steps)
+		}
 	}
 	if u > 1 {
 		p("MOVQ CX, R9")
@@ -198,9 +212,9 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 	// set (the first panel of a product with beta = 0) stores the tile instead of adding
 	// it to c, so that c need not be cleared first.
 	if direct { // directA and directAT
-		p("MOVBQZX set+48(FP), R9")
+		p("MOVBQZX set+56(FP), R9")
 	} else {
-		p("MOVBQZX set+40(FP), R9")
+		p("MOVBQZX set+48(FP), R9")
 	}
 	p("TESTQ R9, R9")
 	p("JNZ  %s", lbl("set"))

@@ -32,91 +32,91 @@ var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 
 var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT}
 
 //go:noescape
-func kernel6x16(k int, a, b, c *float32, ldc int, set bool)
+func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+func kernel6x16u(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel6x16t(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+func kernel6x16t(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x32z(k int, a, b, c *float32, ldc int, set bool)
+func kernel12x32z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x32zt(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+func kernel12x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x16z(k int, a, b, c *float32, ldc int, set bool)
+func kernel12x16z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x16zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+func kernel12x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x16zt(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+func kernel12x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
-func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
+func kernel12x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
-func kernelAVX2(k int, a, b, c []float32, ldc int, set bool) {
+func kernelAVX2(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[k*6-1]
-	_ = b[k*16-1]
+	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
-	kernel6x16(k, &a[0], &b[0], &c[0], ldc, set)
+	kernel6x16(k, &a[0], &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX2Direct(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+func kernelAVX2Direct(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[5*lda+k-1]
-	_ = b[k*16-1]
+	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
-	kernel6x16u(k, &a[0], lda, &b[0], &c[0], ldc, set)
+	kernel6x16u(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX512(k int, a, b, c []float32, ldc int, set bool) {
+func kernelAVX512(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[k*12-1]
-	_ = b[k*32-1]
+	_ = b[(k-1)*ldb+31]
 	_ = c[11*ldc+31]
-	kernel12x32z(k, &a[0], &b[0], &c[0], ldc, set)
+	kernel12x32z(k, &a[0], &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX512Direct(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+func kernelAVX512Direct(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[11*lda+k-1]
-	_ = b[k*32-1]
+	_ = b[(k-1)*ldb+31]
 	_ = c[11*ldc+31]
-	kernel12x32zu(k, &a[0], lda, &b[0], &c[0], ldc, set)
+	kernel12x32zu(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX512DirectT(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+func kernelAVX512DirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[(k-1)*lda+11]
-	_ = b[k*32-1]
+	_ = b[(k-1)*ldb+31]
 	_ = c[11*ldc+31]
-	kernel12x32zt(k, &a[0], lda, &b[0], &c[0], ldc, set)
+	kernel12x32zt(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX2DirectT(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+func kernelAVX2DirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[(k-1)*lda+5]
-	_ = b[k*16-1]
+	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
-	kernel6x16t(k, &a[0], lda, &b[0], &c[0], ldc, set)
+	kernel6x16t(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX512N(k int, a, b, c []float32, ldc int, set bool) {
+func kernelAVX512N(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[k*12-1]
-	_ = b[k*16-1]
+	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
-	kernel12x16z(k, &a[0], &b[0], &c[0], ldc, set)
+	kernel12x16z(k, &a[0], &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX512NDirect(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+func kernelAVX512NDirect(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[11*lda+k-1]
-	_ = b[k*16-1]
+	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
-	kernel12x16zu(k, &a[0], lda, &b[0], &c[0], ldc, set)
+	kernel12x16zu(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
 }
 
-func kernelAVX512NDirectT(k int, a []float32, lda int, b, c []float32, ldc int, set bool) {
+func kernelAVX512NDirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
 	_ = a[(k-1)*lda+11]
-	_ = b[k*16-1]
+	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
-	kernel12x16zt(k, &a[0], lda, &b[0], &c[0], ldc, set)
+	kernel12x16zt(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
 }

@@ -2,14 +2,16 @@
 
 #include "textflag.h"
 
-// func kernel6x16(k int, a, b, c *float32, ldc int, set bool)
-// c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·16+j] (= if set).
-TEXT ·kernel6x16(SB), NOSPLIT, $0-41
+// func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·ldb+j] (= if set).
+TEXT ·kernel6x16(SB), NOSPLIT, $0-49
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), BX
+	SHLQ $2, BX
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
 
 	VXORPS Y4, Y4, Y4
@@ -51,8 +53,8 @@ loop2:
 	VFMADD231PS Y0, Y3, Y14
 	VFMADD231PS Y1, Y3, Y15
 
-	VMOVUPS 64(DI), Y0
-	VMOVUPS 96(DI), Y1
+	VMOVUPS (DI)(BX*1), Y0
+	VMOVUPS 32(DI)(BX*1), Y1
 	VBROADCASTSS 24(SI), Y2
 	VBROADCASTSS 28(SI), Y3
 	VFMADD231PS Y0, Y2, Y4
@@ -73,7 +75,7 @@ loop2:
 	VFMADD231PS Y1, Y3, Y15
 
 	ADDQ $48, SI
-	ADDQ $128, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  loop2
 
@@ -102,7 +104,7 @@ tail:
 	VFMADD231PS Y1, Y3, Y15
 
 store:
-	MOVBQZX set+40(FP), R9
+	MOVBQZX set+48(FP), R9
 	TESTQ R9, R9
 	JNZ  storeset
 	VADDPS (DX), Y4, Y4
@@ -158,9 +160,9 @@ storeset:
 	VZEROUPPER
 	RET
 
-// func kernel6x16u(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
-// c[6×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·16+j] (= if set): A read in place, not packed.
-TEXT ·kernel6x16u(SB), NOSPLIT, $0-49
+// func kernel6x16u(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[6×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place, not packed.
+TEXT ·kernel6x16u(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -168,8 +170,10 @@ TEXT ·kernel6x16u(SB), NOSPLIT, $0-49
 	LEAQ (SI)(R11*2), R10
 	ADDQ R11, R10
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ ldb+32(FP), BX
+	SHLQ $2, BX
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
 
 	VXORPS Y4, Y4, Y4
@@ -211,8 +215,8 @@ uloop2:
 	VFMADD231PS Y0, Y3, Y14
 	VFMADD231PS Y1, Y3, Y15
 
-	VMOVUPS 64(DI), Y0
-	VMOVUPS 96(DI), Y1
+	VMOVUPS (DI)(BX*1), Y0
+	VMOVUPS 32(DI)(BX*1), Y1
 	VBROADCASTSS 4(SI), Y2
 	VBROADCASTSS 4(SI)(R11*1), Y3
 	VFMADD231PS Y0, Y2, Y4
@@ -234,7 +238,7 @@ uloop2:
 
 	ADDQ $8, SI
 	ADDQ $8, R10
-	ADDQ $128, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  uloop2
 
@@ -263,7 +267,7 @@ utail:
 	VFMADD231PS Y1, Y3, Y15
 
 ustore:
-	MOVBQZX set+48(FP), R9
+	MOVBQZX set+56(FP), R9
 	TESTQ R9, R9
 	JNZ  ustoreset
 	VADDPS (DX), Y4, Y4
@@ -319,16 +323,18 @@ ustoreset:
 	VZEROUPPER
 	RET
 
-// func kernel6x16t(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
-// c[6×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·16+j] (= if set): Aᵀ read in place, not packed.
-TEXT ·kernel6x16t(SB), NOSPLIT, $0-49
+// func kernel6x16t(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[6×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place, not packed.
+TEXT ·kernel6x16t(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
 	SHLQ $2, R11
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ ldb+32(FP), BX
+	SHLQ $2, BX
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
 
 	VXORPS Y4, Y4, Y4
@@ -370,8 +376,8 @@ tloop2:
 	VFMADD231PS Y0, Y3, Y14
 	VFMADD231PS Y1, Y3, Y15
 
-	VMOVUPS 64(DI), Y0
-	VMOVUPS 96(DI), Y1
+	VMOVUPS (DI)(BX*1), Y0
+	VMOVUPS 32(DI)(BX*1), Y1
 	VBROADCASTSS 0(SI)(R11*1), Y2
 	VBROADCASTSS 4(SI)(R11*1), Y3
 	VFMADD231PS Y0, Y2, Y4
@@ -392,7 +398,7 @@ tloop2:
 	VFMADD231PS Y1, Y3, Y15
 
 	LEAQ (SI)(R11*2), SI
-	ADDQ $128, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  tloop2
 
@@ -421,7 +427,7 @@ ttail:
 	VFMADD231PS Y1, Y3, Y15
 
 tstore:
-	MOVBQZX set+48(FP), R9
+	MOVBQZX set+56(FP), R9
 	TESTQ R9, R9
 	JNZ  tstoreset
 	VADDPS (DX), Y4, Y4

@@ -4,15 +4,17 @@
 
 #include "textflag.h"
 
-// func kernel12x32z(k int, a, b, c *float32, ldc int, set bool)
-// c[12×32] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·32+j] (= if set).
-TEXT ·kernel12x32z(SB), NOSPLIT, $0-41
+// func kernel12x32z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[12×32] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·ldb+j] (= if set).
+TEXT ·kernel12x32z(SB), NOSPLIT, $0-49
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), BX
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	SHLQ $2, BX
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -79,8 +81,8 @@ k12x32z_loop:
 	VBROADCASTSS 44(SI), Z3
 	VFMADD231PS Z0, Z3, Z26
 	VFMADD231PS Z1, Z3, Z27
-	VMOVUPS 128(DI), Z0
-	VMOVUPS 192(DI), Z1
+	VMOVUPS 0(DI)(BX*1), Z0
+	VMOVUPS 64(DI)(BX*1), Z1
 	VBROADCASTSS 48(SI), Z2
 	VFMADD231PS Z0, Z2, Z4
 	VFMADD231PS Z1, Z2, Z5
@@ -118,7 +120,7 @@ k12x32z_loop:
 	VFMADD231PS Z0, Z3, Z26
 	VFMADD231PS Z1, Z3, Z27
 	ADDQ $96, SI
-	ADDQ $256, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  k12x32z_loop
 k12x32z_tail:
@@ -164,11 +166,11 @@ k12x32z_one:
 	VFMADD231PS Z0, Z3, Z26
 	VFMADD231PS Z1, Z3, Z27
 	ADDQ $48, SI
-	ADDQ $128, DI
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  k12x32z_one
 k12x32z_store:
-	MOVBQZX set+40(FP), R9
+	MOVBQZX set+48(FP), R9
 	TESTQ R9, R9
 	JNZ  k12x32z_set
 	VADDPS 0(DX), Z4, Z4
@@ -271,9 +273,9 @@ k12x32z_set:
 	VZEROUPPER
 	RET
 
-// func kernel12x32zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
-// c[12×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·32+j] (= if set): A read in place.
-TEXT ·kernel12x32zu(SB), NOSPLIT, $0-49
+// func kernel12x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[12×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
+TEXT ·kernel12x32zu(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -282,9 +284,11 @@ TEXT ·kernel12x32zu(SB), NOSPLIT, $0-49
 	LEAQ (R11)(R11*4), R13
 	LEAQ (SI)(R12*2), R10
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ ldb+32(FP), BX
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	SHLQ $2, BX
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -351,8 +355,8 @@ k12x32z_loopu:
 	VBROADCASTSS (R10)(R13*1), Z3
 	VFMADD231PS Z0, Z3, Z26
 	VFMADD231PS Z1, Z3, Z27
-	VMOVUPS 128(DI), Z0
-	VMOVUPS 192(DI), Z1
+	VMOVUPS 0(DI)(BX*1), Z0
+	VMOVUPS 64(DI)(BX*1), Z1
 	VBROADCASTSS 4(SI), Z2
 	VFMADD231PS Z0, Z2, Z4
 	VFMADD231PS Z1, Z2, Z5
@@ -391,7 +395,7 @@ k12x32z_loopu:
 	VFMADD231PS Z1, Z3, Z27
 	ADDQ $8, SI
 	ADDQ $8, R10
-	ADDQ $256, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  k12x32z_loopu
 k12x32z_tailu:
@@ -438,11 +442,11 @@ k12x32z_oneu:
 	VFMADD231PS Z1, Z3, Z27
 	ADDQ $4, SI
 	ADDQ $4, R10
-	ADDQ $128, DI
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  k12x32z_oneu
 k12x32z_storeu:
-	MOVBQZX set+48(FP), R9
+	MOVBQZX set+56(FP), R9
 	TESTQ R9, R9
 	JNZ  k12x32z_setu
 	VADDPS 0(DX), Z4, Z4
@@ -545,17 +549,19 @@ k12x32z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel12x32zt(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
-// c[12×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·32+j] (= if set): Aᵀ read in place.
-TEXT ·kernel12x32zt(SB), NOSPLIT, $0-49
+// func kernel12x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[12×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
+TEXT ·kernel12x32zt(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
 	SHLQ $2, R11
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ ldb+32(FP), BX
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	SHLQ $2, BX
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
 	VPXORD Z6, Z6, Z6
@@ -622,8 +628,8 @@ k12x32z_loopt:
 	VBROADCASTSS 44(SI), Z3
 	VFMADD231PS Z0, Z3, Z26
 	VFMADD231PS Z1, Z3, Z27
-	VMOVUPS 128(DI), Z0
-	VMOVUPS 192(DI), Z1
+	VMOVUPS 0(DI)(BX*1), Z0
+	VMOVUPS 64(DI)(BX*1), Z1
 	VBROADCASTSS 0(SI)(R11*1), Z2
 	VFMADD231PS Z0, Z2, Z4
 	VFMADD231PS Z1, Z2, Z5
@@ -661,7 +667,7 @@ k12x32z_loopt:
 	VFMADD231PS Z0, Z3, Z26
 	VFMADD231PS Z1, Z3, Z27
 	LEAQ (SI)(R11*2), SI
-	ADDQ $256, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  k12x32z_loopt
 k12x32z_tailt:
@@ -707,11 +713,11 @@ k12x32z_onet:
 	VFMADD231PS Z0, Z3, Z26
 	VFMADD231PS Z1, Z3, Z27
 	LEAQ (SI)(R11*1), SI
-	ADDQ $128, DI
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  k12x32z_onet
 k12x32z_storet:
-	MOVBQZX set+48(FP), R9
+	MOVBQZX set+56(FP), R9
 	TESTQ R9, R9
 	JNZ  k12x32z_sett
 	VADDPS 0(DX), Z4, Z4
@@ -814,15 +820,17 @@ k12x32z_sett:
 	VZEROUPPER
 	RET
 
-// func kernel12x16z(k int, a, b, c *float32, ldc int, set bool)
-// c[12×16] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·16+j] (= if set).
-TEXT ·kernel12x16z(SB), NOSPLIT, $0-41
+// func kernel12x16z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[12×16] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·ldb+j] (= if set).
+TEXT ·kernel12x16z(SB), NOSPLIT, $0-49
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
-	MOVQ c+24(FP), DX
-	MOVQ ldc+32(FP), R8
+	MOVQ ldb+24(FP), BX
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	SHLQ $2, BX
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
@@ -864,7 +872,7 @@ k12x16z_loop:
 	VFMADD231PS Z0, Z1, Z13
 	VBROADCASTSS 44(SI), Z2
 	VFMADD231PS Z0, Z2, Z14
-	VMOVUPS 64(DI), Z0
+	VMOVUPS 0(DI)(BX*1), Z0
 	VBROADCASTSS 48(SI), Z1
 	VFMADD231PS Z0, Z1, Z3
 	VBROADCASTSS 52(SI), Z2
@@ -890,7 +898,7 @@ k12x16z_loop:
 	VBROADCASTSS 92(SI), Z2
 	VFMADD231PS Z0, Z2, Z14
 	ADDQ $96, SI
-	ADDQ $128, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  k12x16z_loop
 k12x16z_tail:
@@ -923,11 +931,11 @@ k12x16z_one:
 	VBROADCASTSS 44(SI), Z2
 	VFMADD231PS Z0, Z2, Z14
 	ADDQ $48, SI
-	ADDQ $64, DI
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  k12x16z_one
 k12x16z_store:
-	MOVBQZX set+40(FP), R9
+	MOVBQZX set+48(FP), R9
 	TESTQ R9, R9
 	JNZ  k12x16z_set
 	VADDPS 0(DX), Z3, Z3
@@ -994,9 +1002,9 @@ k12x16z_set:
 	VZEROUPPER
 	RET
 
-// func kernel12x16zu(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
-// c[12×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·16+j] (= if set): A read in place.
-TEXT ·kernel12x16zu(SB), NOSPLIT, $0-49
+// func kernel12x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[12×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
+TEXT ·kernel12x16zu(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -1005,9 +1013,11 @@ TEXT ·kernel12x16zu(SB), NOSPLIT, $0-49
 	LEAQ (R11)(R11*4), R13
 	LEAQ (SI)(R12*2), R10
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ ldb+32(FP), BX
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	SHLQ $2, BX
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
@@ -1049,7 +1059,7 @@ k12x16z_loopu:
 	VFMADD231PS Z0, Z1, Z13
 	VBROADCASTSS (R10)(R13*1), Z2
 	VFMADD231PS Z0, Z2, Z14
-	VMOVUPS 64(DI), Z0
+	VMOVUPS 0(DI)(BX*1), Z0
 	VBROADCASTSS 4(SI), Z1
 	VFMADD231PS Z0, Z1, Z3
 	VBROADCASTSS 4(SI)(R11*1), Z2
@@ -1076,7 +1086,7 @@ k12x16z_loopu:
 	VFMADD231PS Z0, Z2, Z14
 	ADDQ $8, SI
 	ADDQ $8, R10
-	ADDQ $128, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  k12x16z_loopu
 k12x16z_tailu:
@@ -1110,11 +1120,11 @@ k12x16z_oneu:
 	VFMADD231PS Z0, Z2, Z14
 	ADDQ $4, SI
 	ADDQ $4, R10
-	ADDQ $64, DI
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  k12x16z_oneu
 k12x16z_storeu:
-	MOVBQZX set+48(FP), R9
+	MOVBQZX set+56(FP), R9
 	TESTQ R9, R9
 	JNZ  k12x16z_setu
 	VADDPS 0(DX), Z3, Z3
@@ -1181,17 +1191,19 @@ k12x16z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel12x16zt(k int, a *float32, lda int, b, c *float32, ldc int, set bool)
-// c[12×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·16+j] (= if set): Aᵀ read in place.
-TEXT ·kernel12x16zt(SB), NOSPLIT, $0-49
+// func kernel12x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+// c[12×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
+TEXT ·kernel12x16zt(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
 	SHLQ $2, R11
 	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ ldb+32(FP), BX
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	SHLQ $2, BX
 	VPXORD Z3, Z3, Z3
 	VPXORD Z4, Z4, Z4
 	VPXORD Z5, Z5, Z5
@@ -1233,7 +1245,7 @@ k12x16z_loopt:
 	VFMADD231PS Z0, Z1, Z13
 	VBROADCASTSS 44(SI), Z2
 	VFMADD231PS Z0, Z2, Z14
-	VMOVUPS 64(DI), Z0
+	VMOVUPS 0(DI)(BX*1), Z0
 	VBROADCASTSS 0(SI)(R11*1), Z1
 	VFMADD231PS Z0, Z1, Z3
 	VBROADCASTSS 4(SI)(R11*1), Z2
@@ -1259,7 +1271,7 @@ k12x16z_loopt:
 	VBROADCASTSS 44(SI)(R11*1), Z2
 	VFMADD231PS Z0, Z2, Z14
 	LEAQ (SI)(R11*2), SI
-	ADDQ $128, DI
+	LEAQ (DI)(BX*2), DI
 	DECQ R9
 	JNZ  k12x16z_loopt
 k12x16z_tailt:
@@ -1292,11 +1304,11 @@ k12x16z_onet:
 	VBROADCASTSS 44(SI), Z2
 	VFMADD231PS Z0, Z2, Z14
 	LEAQ (SI)(R11*1), SI
-	ADDQ $64, DI
+	ADDQ BX, DI
 	DECQ CX
 	JNZ  k12x16z_onet
 k12x16z_storet:
-	MOVBQZX set+48(FP), R9
+	MOVBQZX set+56(FP), R9
 	TESTQ R9, R9
 	JNZ  k12x16z_sett
 	VADDPS 0(DX), Z3, Z3
