@@ -375,12 +375,13 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float
 }
 
 // macroDirect is macro with op(A) (alpha 1) read in place from rows 0..m−1, columns
-// pc..pc+kb−1 (of a, or of aᵀ if trans); a last partial tile of rows is packed.
+// pc..pc+kb−1 (of a, or of aᵀ if trans). A last partial tile of rows is computed, where
+// m ≥ mr, as the full tile of the last mr rows (overlapping the tile before it) into a
+// scratch tile of which only its new rows go to c; only where m < mr are the rows packed.
 func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, bp bPanels, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
-	full := m / mr * mr
-	if full < m {
-		packA(mr, trans, a, lda, full, pc, m-full, kb, 1, ws.a)
+	if m < mr {
+		packA(mr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
 	}
 	direct, at := kr.direct, func(r int) []float32 { return a[r*lda+pc:] }
 	if trans {
@@ -396,10 +397,14 @@ func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []
 				continue
 			}
 			t := ws.tmp[:mr*nr]
-			if rows == mr {
+			switch {
+			case rows == mr:
 				direct(kb, at(r), lda, b, ldb, t, nr, true)
-			} else {
+			case m < mr:
 				kr.packed(kb, ws.a, b, ldb, t, nr, true)
+			default: // rows m−mr..m−1; the first mr−rows of them belong to the tile before
+				direct(kb, at(m-mr), lda, b, ldb, t, nr, true)
+				t = t[(mr-rows)*nr:]
 			}
 			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set)
 		}
