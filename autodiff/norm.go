@@ -142,27 +142,58 @@ func layerNormForward[T float](k *layerNormKernel, in []*tensor.Dense, out *tens
 	parallelFor(rows, cols*6, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			xr, yr := x[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols]
-			var s float64
-			for _, v := range xr {
-				s += float64(v)
-			}
-			mu := s / n
-			var ss float64
-			for _, v := range xr {
-				d := float64(v) - mu
-				ss += d * d
-			}
-			rstd := 1 / math.Sqrt(ss/n+k.eps)
+			mu := rowSum(xr) / n
+			rstd := 1 / math.Sqrt(rowSqDev(xr, mu)/n+k.eps)
 			k.mean[r], k.rstd[r] = mu, rstd
-			for j, v := range xr {
-				o := (float64(v) - mu) * rstd * float64(w[j])
-				if b != nil {
-					o += float64(b[j])
+			yr = yr[:len(xr)]
+			if b == nil {
+				for j, v := range xr {
+					yr[j] = T((float64(v) - mu) * rstd * float64(w[j]))
 				}
-				yr[j] = T(o)
+				continue
+			}
+			for j, v := range xr {
+				yr[j] = T((float64(v)-mu)*rstd*float64(w[j]) + float64(b[j]))
 			}
 		}
 	})
+}
+
+// rowSum returns Σ x in float64, in four interleaved partial sums (the additions of one
+// sum wait for each other; four sums keep the adder busy).
+func rowSum[T float](x []T) float64 {
+	var s0, s1, s2, s3 float64
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		q := x[j : j+4 : j+4]
+		s0 += float64(q[0])
+		s1 += float64(q[1])
+		s2 += float64(q[2])
+		s3 += float64(q[3])
+	}
+	for ; j < len(x); j++ {
+		s0 += float64(x[j])
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// rowSqDev returns Σ (x − mu)², as rowSum.
+func rowSqDev[T float](x []T, mu float64) float64 {
+	var s0, s1, s2, s3 float64
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		q := x[j : j+4 : j+4]
+		d0, d1, d2, d3 := float64(q[0])-mu, float64(q[1])-mu, float64(q[2])-mu, float64(q[3])-mu
+		s0 += d0 * d0
+		s1 += d1 * d1
+		s2 += d2 * d2
+		s3 += d3 * d3
+	}
+	for ; j < len(x); j++ {
+		d := float64(x[j]) - mu
+		s0 += d * d
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 func (k *layerNormKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {

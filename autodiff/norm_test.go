@@ -200,3 +200,38 @@ func TestNormHashAttrs(t *testing.T) {
 		t.Error("norms with different eps were merged")
 	}
 }
+
+// TestLayerNormPartialSums compares the interleaved row sums of LayerNorm's forward with
+// plain sequential sums, float32 rows of every length up to 70: they
+// differ only by float64 round-off (max relative difference stated by the test log).
+func TestLayerNormPartialSums(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var worst float64
+	rel := func(got, want float64) float64 { return math.Abs(got-want) / math.Max(math.Abs(want), 1e-300) }
+	for n := 0; n <= 70; n++ {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() + 3)
+		}
+		var s, ss float64
+		for _, v := range x {
+			s += float64(v)
+		}
+		mu := s / math.Max(float64(n), 1)
+		for _, v := range x {
+			ss += (float64(v) - mu) * (float64(v) - mu)
+		}
+		for _, d := range []float64{rel(rowSum(x), s), rel(rowSqDev(x, mu), ss)} {
+			if n > 0 && !(d <= 1e-13) {
+				t.Fatalf("n=%d: relative difference %g from the sequential sums", n, d)
+			}
+			if n > 0 {
+				worst = max(worst, d)
+			}
+		}
+		if n == 0 && (rowSum(x) != 0 || rowSqDev(x, 0) != 0) {
+			t.Fatalf("empty row: sums not zero")
+		}
+	}
+	t.Logf("max relative difference from sequential sums: %.2g", worst)
+}
