@@ -44,6 +44,10 @@ type microKernel struct {
 	// directT is direct for a transposed A: the mr values of step p are a[p·lda+i];
 	// nil where the kernel needs Aᵀ packed.
 	directT func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool)
+	// stridedB: packB may hand this kernel B's full panels in place (row stride ldb).
+	// Measured for the assembly kernels (BenchmarkBInPlace); the Go kernel keeps packed
+	// panels.
+	stridedB bool
 	// narrow, if not nil, is a kernel with the same mr and fewer columns (nr) that
 	// sgemm uses for products of at most narrow.nr columns, where the wide tile would
 	// be part zeros.
@@ -109,7 +113,7 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			bp := packB(kr.nr, transB, b, ldb, pc, jc, kb, nb, m, ws.b)
+			bp := packB(kr.nr, transB, kr.stridedB, b, ldb, pc, jc, kb, nb, m, ws.b)
 			if readsAInPlace(kr, transA, alpha) {
 				// A is read in place by the micro-kernel; only edge rows are packed.
 				macroDirect(kr, transA, m, nb, kb, ws, a, lda, pc, bp, c[jc:], ldc, setC && pc == 0)
@@ -263,12 +267,13 @@ func (bp bPanels) panel(s, kb, nr int) ([]float32, int) {
 const maxRowsBInPlace = 512
 
 // packB prepares rows pc..pc+kb−1, columns jc..jc+nb−1 of op(B) for a product of m
-// rows. Where op(B) = B (not transposed) and m ≤ maxRowsBInPlace, its full nr-column
+// rows. Where op(B) = B (not transposed), the kernel reads it fast at a stride (strided)
+// and m ≤ maxRowsBInPlace, its full nr-column
 // panels are read in place, as their rows are already contiguous nr values, and only a
 // last partial panel is packed into dst (zero-padded to nr columns); otherwise every
 // panel is packed (packBPanels).
-func packB(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb, m int, dst []float32) bPanels {
-	if trans || m > maxRowsBInPlace || !bInPlace {
+func packB(nr int, trans, strided bool, b []float32, ldb, pc, jc, kb, nb, m int, dst []float32) bPanels {
+	if trans || !strided || m > maxRowsBInPlace || !bInPlace {
 		packBPanels(nr, trans, b, ldb, pc, jc, kb, nb, dst)
 		return bPanels{packed: dst}
 	}
@@ -412,28 +417,45 @@ func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []
 }
 
 // kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel (ldb) over k
-// (= if set).
+// (= if set). It walks the tile in blocks of 2 rows × 4 columns whose eight sums stay in
+// registers over the whole depth (summing over p in order, as every kernel); a 6×16 array
+// of sums in memory would make each step load, add and store every sum.
 func kernelGo(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
 	const mr, nr = 6, 16
-	var acc [mr][nr]float32
-	for p := range k {
-		bp := b[p*ldb : p*ldb+nr : p*ldb+nr]
-		ap := a[p*mr : p*mr+mr : p*mr+mr]
-		for i, av := range ap {
-			row := &acc[i]
-			for j, bv := range bp {
-				row[j] += av * bv
+	a = a[:k*mr]
+	b = b[:(k-1)*ldb+nr]
+	for i := 0; i < mr; i += 2 {
+		for j := 0; j < nr; j += 4 {
+			var c00, c01, c02, c03, c10, c11, c12, c13 float32
+			for p := range k {
+				ap := (*[2]float32)(a[p*mr+i:])
+				bp := (*[4]float32)(b[p*ldb+j:])
+				a0, a1 := ap[0], ap[1]
+				b0, b1, b2, b3 := bp[0], bp[1], bp[2], bp[3]
+				c00 += a0 * b0
+				c01 += a0 * b1
+				c02 += a0 * b2
+				c03 += a0 * b3
+				c10 += a1 * b0
+				c11 += a1 * b1
+				c12 += a1 * b2
+				c13 += a1 * b3
 			}
-		}
-	}
-	for i := range mr {
-		dst := c[i*ldc : i*ldc+nr]
-		if set {
-			copy(dst, acc[i][:])
-			continue
-		}
-		for j, v := range acc[i] {
-			dst[j] += v
+			r0 := (*[4]float32)(c[i*ldc+j:])
+			r1 := (*[4]float32)(c[(i+1)*ldc+j:])
+			if set {
+				*r0 = [4]float32{c00, c01, c02, c03}
+				*r1 = [4]float32{c10, c11, c12, c13}
+				continue
+			}
+			r0[0] += c00
+			r0[1] += c01
+			r0[2] += c02
+			r0[3] += c03
+			r1[0] += c10
+			r1[1] += c11
+			r1[2] += c12
+			r1[3] += c13
 		}
 	}
 }

@@ -24,12 +24,12 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT}
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true}
 
-var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, narrow: avx512Narrow}
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: avx512Narrow}
 
 // avx512Narrow is the 12×16 AVX-512 kernel for products of at most 16 columns.
-var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT}
+var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT, stridedB: true}
 
 //go:noescape
 func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
