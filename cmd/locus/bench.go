@@ -33,8 +33,12 @@ var peerPath = filepath.Join("shared", "peers", "torch_peer.py")
 
 // findPeer returns $LOCUS_TORCH_PEER, or shared/peers/torch_peer.py in the current
 // directory or the nearest folder above it that has one.
-func findPeer() (string, error) {
-	if p := os.Getenv(peerEnv); p != "" {
+func findPeer() (string, error) { return findUp(peerPath, peerEnv, "-compare") }
+
+// findUp returns $env, or rel in the current directory or the nearest folder above it
+// that has it (relative to the current directory); what names the flag that needs it.
+func findUp(rel, env, what string) (string, error) {
+	if p := os.Getenv(env); p != "" {
 		return p, nil
 	}
 	wd, err := os.Getwd()
@@ -42,15 +46,15 @@ func findPeer() (string, error) {
 		return "", err
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
-		p := filepath.Join(dir, peerPath)
+		p := filepath.Join(dir, rel)
 		if _, err := os.Stat(p); err == nil {
-			if rel, err := filepath.Rel(wd, p); err == nil {
-				return rel, nil
+			if r, err := filepath.Rel(wd, p); err == nil {
+				return r, nil
 			}
 			return p, nil
 		}
 		if filepath.Dir(dir) == dir {
-			return "", usageErrorf("-compare: no %s in %s or a folder above it: pass -peer FILE or set %s", peerPath, wd, peerEnv)
+			return "", usageErrorf("%s: no %s in %s or a folder above it: set %s", what, rel, wd, env)
 		}
 	}
 }
@@ -79,16 +83,26 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *workload == "e2e" {
-		if *compare || *cpuProfile != "" || *memProfile != "" {
-			return usageErrorf("-workload e2e runs locus train in a child process: no -compare or profiles")
+		if *cpuProfile != "" || *memProfile != "" {
+			return usageErrorf("-workload e2e runs locus train in a child process: no profiles")
 		}
-		n := e2eSteps
+		o := e2eOptions{steps: e2eSteps, threads: *threads, compare: *compare, python: *python, peer: *peer, asJSON: *asJSON}
 		fs.Visit(func(fl *flag.Flag) {
 			if fl.Name == "steps" {
-				n = *steps
+				o.steps = *steps
 			}
 		})
-		return runE2E(n, *asJSON, stdout, stderr)
+		if o.steps <= 0 || o.threads < 0 {
+			return usageErrorf("-steps must be > 0 and -threads >= 0")
+		}
+		if o.compare && o.peer == "" {
+			p, err := findPeer()
+			if err != nil {
+				return err
+			}
+			o.peer = p
+		}
+		return runE2E(o, stdout, stderr)
 	}
 	names := []string{*workload}
 	if *workload == "all" {
