@@ -129,6 +129,36 @@ func (b *Block) Step(g *autodiff.Graph, x, cacheK, cacheV *autodiff.Node, offset
 	return y, k, v
 }
 
+// StepLast is Step computing the output of only the last new position, [B, 1, Dim] (Step's
+// last row): the keys and values of all Tn new positions, but the query, the local mean
+// and the feed-forward map of one. It is the last block of a decode step, where only the
+// last position's logits are read: for Tn = MaxLen (a window recomputed after the
+// context slid) it skips most of the block's work.
+func (b *Block) StepLast(g *autodiff.Graph, x, cacheK, cacheV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
+	if g.Err() != nil {
+		return nil, nil, nil
+	}
+	s := x.Shape()
+	if len(s) != 3 || s[1] < 1 {
+		return nil, nil, g.Fail(fmt.Errorf("block step: input %v, want [B, Tn, Dim] with Tn >= 1", s))
+	}
+	tn := s[1]
+	if tn == 1 {
+		return b.Step(g, x, cacheK, cacheV, offset)
+	}
+	h := x // the attention's input: LN1(x) pre-LN, x post-LN
+	if !b.PostLN {
+		h = b.LN1.Forward(g, x)
+	}
+	k, v = b.Attn.AppendKeysValues(g, h, cacheK, cacheV, offset)
+	self := func(hl *autodiff.Node) *autodiff.Node {
+		return b.Attn.AttendKV(g, hl, k, v, AttendOptions{Offset: offset + tn - 1})
+	}
+	y = b.residual(g, g.Slice(x, 1, tn-1, tn), b.LN1, self)
+	y = b.residual(g, y, b.LN2, func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) })
+	return y, k, v
+}
+
 // Residual is a Transformer block's residual branch: x + drop(f(LN(x))) (pre-LN) or
 // LN(x + drop(f(x))) (post-LN), where drop is dropout with probability p in training.
 func Residual(g *autodiff.Graph, x *autodiff.Node, ln Norm, postLN bool, p float64, f func(*autodiff.Node) *autodiff.Node) *autodiff.Node {

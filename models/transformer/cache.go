@@ -68,18 +68,27 @@ func (m *Model) StepBuilder() autodiff.Builder {
 				x, k, v = b.Step(g, x, ck, cv, g.Input(CrossKeys(l)), g.Input(CrossValues(l)), offset)
 				out.Values[CacheKeys(l)], out.Values[CacheValues(l)] = k, v
 			}
+			if g.Err() == nil {
+				tn := ids.Shape()[1]
+				x = g.Slice(x, 1, tn-1, tn)
+			}
 		} else {
 			for l, b := range m.Blocks {
 				ck, cv := cache(l)
-				x, k, v = b.Step(g, x, ck, cv, offset)
+				if l == len(m.Blocks)-1 {
+					// Only the last position's logits are read: the last block
+					// computes that position alone (and the keys and values of all).
+					x, k, v = b.StepLast(g, x, ck, cv, offset)
+				} else {
+					x, k, v = b.Step(g, x, ck, cv, offset)
+				}
 				out.Values[CacheKeys(l)], out.Values[CacheValues(l)] = k, v
 			}
 		}
 		if g.Err() != nil {
 			return autodiff.Outputs{}, g.Err()
 		}
-		tn := ids.Shape()[1]
-		out.Values[OutputLogits] = m.head(g, g.Slice(x, 1, tn-1, tn))
+		out.Values[OutputLogits] = m.head(g, x)
 		return out, g.Err()
 	}
 }
@@ -156,7 +165,8 @@ func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n 
 	var cache map[string]*tensor.Dense
 	var out []int
 	row := make([]float64, cfg.Vocab)
-	for range n {
+	in := map[string]*tensor.Dense{}
+	for i := range n {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -164,7 +174,8 @@ func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n 
 			cache, cached = nil, 0
 			pending = seq[len(seq)-cfg.MaxLen:]
 		}
-		in := map[string]*tensor.Dense{InputIDs: idsTensor(pending)}
+		clear(in)
+		in[InputIDs] = idsTensor(pending)
 		for name, t := range fixed {
 			in[name] = t
 		}
@@ -175,13 +186,22 @@ func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n 
 		if err != nil {
 			return nil, fmt.Errorf("generate: %w", err)
 		}
-		cache = map[string]*tensor.Dense{}
-		for name, t := range res.Values {
-			if name != OutputLogits {
-				cache[name] = t.Clone().(*tensor.Dense)
-			}
-		}
 		cached += len(pending)
+		// Keep the cache (a copy: the step's outputs are overwritten by its next run)
+		// unless no later step reads it: after the last token, or when the next token
+		// no longer fits the context and the window is recomputed anyway.
+		if i < n-1 && cached+1 <= cfg.MaxLen {
+			if cache == nil {
+				cache = map[string]*tensor.Dense{}
+			}
+			for name, t := range res.Values {
+				if name != OutputLogits {
+					cache[name] = t.Clone().(*tensor.Dense)
+				}
+			}
+		} else {
+			cache = nil
+		}
 		logitsRow(row, res.Values[OutputLogits], 0)
 		next := s.Pick(row, rng)
 		out = append(out, next)

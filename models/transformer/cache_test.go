@@ -1,12 +1,15 @@
 package transformer
 
 import (
-	"github.com/locusml/locus/layers"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"gorgonia.org/tensor"
+
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/layers"
 )
 
 // decodeCases are the samplings compared between cached and uncached decoding.
@@ -33,25 +36,29 @@ func newTestModel(t *testing.T, cfg Config) (*Model, *autodiff.Model) {
 	return m, autodiff.NewModel(ps, m.Builder(), 1)
 }
 
+// decodeConfigs are the LM configurations (changes to a small default) that cached
+// decoding is checked on: each position type and a few kernels, bandwidth modes, post-LN.
+var decodeConfigs = []struct {
+	name string
+	mut  func(*Config)
+}{
+	{"learned", nil},
+	{"sinusoidal", func(c *Config) { c.Positions = layers.PositionsSinusoidal }},
+	{"rotary", func(c *Config) { c.Positions = layers.PositionsRotary }},
+	{"gaussian_query_postln", func(c *Config) {
+		c.Kernel, c.Bandwidth, c.PostLN = layers.MustParseKernelSpec("gaussian"), layers.BandwidthQuery, true
+	}},
+	{"laplacian_knn_rotary", func(c *Config) {
+		c.Kernel, c.Bandwidth, c.Positions = layers.MustParseKernelSpec("laplacian"), layers.BandwidthKNN, layers.PositionsRotary
+	}},
+	{"head_bandwidth_tied", func(c *Config) { c.Bandwidth, c.Tied, c.Init = layers.BandwidthHead, true, layers.InitGPT }},
+}
+
 // TestCachedGenerateMatches decodes with and without the key/value cache and requires the
 // same tokens, for each position type and a few kernels, greedy and seeded sampling. The
 // sequences run past MaxLen, so the sliding window is covered too.
 func TestCachedGenerateMatches(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		mut  func(*Config)
-	}{
-		{"learned", nil},
-		{"sinusoidal", func(c *Config) { c.Positions = layers.PositionsSinusoidal }},
-		{"rotary", func(c *Config) { c.Positions = layers.PositionsRotary }},
-		{"gaussian_query_postln", func(c *Config) {
-			c.Kernel, c.Bandwidth, c.PostLN = layers.MustParseKernelSpec("gaussian"), layers.BandwidthQuery, true
-		}},
-		{"laplacian_knn_rotary", func(c *Config) {
-			c.Kernel, c.Bandwidth, c.Positions = layers.MustParseKernelSpec("laplacian"), layers.BandwidthKNN, layers.PositionsRotary
-		}},
-		{"head_bandwidth_tied", func(c *Config) { c.Bandwidth, c.Tied, c.Init = layers.BandwidthHead, true, layers.InitGPT }},
-	} {
+	for _, tc := range decodeConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig(ArchLM, 7, 8)
 			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, layers.InitTorch
@@ -146,5 +153,72 @@ func TestCachedGenerateStopAndErrors(t *testing.T) {
 	enc, _ := newTestModel(t, DefaultConfig(ArchEncoder, 7, 8))
 	if _, err := NewGenerator(enc); err == nil {
 		t.Error("NewGenerator accepted an encoder")
+	}
+}
+
+// TestStepLogitsMatch compares the decode step's logits (StepBuilder, whose last block
+// computes only the last position: layers.Block.StepLast) with the full model's at the
+// last position, in float64: a window of 6 new tokens without a cache, and 2 new tokens
+// after a cache of 4.
+func TestStepLogitsMatch(t *testing.T) {
+	for _, tc := range decodeConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig(ArchLM, 7, 8)
+			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, layers.InitTorch
+			if tc.mut != nil {
+				tc.mut(&cfg)
+			}
+			m, _ := newTestModel(t, cfg)
+			full := autodiff.NewModel(m.Params, func(g *autodiff.Graph) (autodiff.Outputs, error) {
+				return autodiff.Outputs{Values: map[string]*autodiff.Node{OutputLogits: m.Logits(g, g.Input(InputIDs))}}, g.Err()
+			}, 1)
+			step := autodiff.NewModel(m.Params, m.StepBuilder(), 1)
+			const B, T = 2, 6
+			ids := []int{3, 1, 4, 1, 5, 2, 6, 5, 3, 5, 0, 2}
+			res, err := full.Forward(map[string]*tensor.Dense{InputIDs: tensor.New(tensor.WithShape(B, T), tensor.WithBacking(ids))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := res.Values[OutputLogits].Float64s() // [B·T, V]
+			cols := func(lo, hi int) *tensor.Dense {
+				var sub []int
+				for b := range B {
+					sub = append(sub, ids[b*T+lo:b*T+hi]...)
+				}
+				return tensor.New(tensor.WithShape(B, hi-lo), tensor.WithBacking(sub))
+			}
+			check := func(what string, got *tensor.Dense) {
+				t.Helper()
+				worst := 0.0
+				for b := range B {
+					for j := range cfg.Vocab {
+						worst = max(worst, math.Abs(got.Float64s()[b*cfg.Vocab+j]-want[(b*T+T-1)*cfg.Vocab+j]))
+					}
+				}
+				t.Logf("%s: max |step − full| logit difference %.3g", what, worst)
+				if worst > 1e-10 {
+					t.Errorf("%s: the step's logits differ from the full model's by %g", what, worst)
+				}
+			}
+			res, err = step.Forward(map[string]*tensor.Dense{InputIDs: cols(0, T)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("window of 6", res.Values[OutputLogits])
+			res, err = step.Forward(map[string]*tensor.Dense{InputIDs: cols(0, 4)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := map[string]*tensor.Dense{InputIDs: cols(4, T)}
+			for l := range cfg.Layers {
+				in[CacheKeys(l)] = res.Values[CacheKeys(l)].Clone().(*tensor.Dense)
+				in[CacheValues(l)] = res.Values[CacheValues(l)].Clone().(*tensor.Dense)
+			}
+			res, err = step.Forward(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("2 after a cache of 4", res.Values[OutputLogits])
+		})
 	}
 }
