@@ -61,7 +61,7 @@ func findUp(rel, env, what string) (string, error) {
 
 func runBench(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
-	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", ")+", or e2e (a whole locus train -task charlm run, 1500 steps unless -steps)")
+	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", ")+", or e2e (a whole locus train -task charlm run, 1500 steps unless -steps; with -compare also PyTorch's, bench/peers/torch_train.py, on the same token streams)")
 	asJSON := fs.Bool("json", false, "print one JSON line per workload (the peer script's format)")
 	steps := fs.Int("steps", 50, "timed iterations")
 	warmup := fs.Int("warmup", 5, "untimed warm-up iterations")
