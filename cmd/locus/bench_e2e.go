@@ -210,7 +210,7 @@ func runE2EPeer(o e2eOptions, dir string, stderr io.Writer) (*e2ePeerResult, str
 	fmt.Fprintf(stderr, "running %s %s\n", o.python, strings.Join(args, " "))
 	cmd := exec.Command(o.python, args...)
 	var errBuf bytes.Buffer
-	cmd.Stderr = &errBuf
+	cmd.Stderr = io.MultiWriter(stderr, &errBuf) // its progress: a line per evaluation
 	t0 := time.Now()
 	out, err := cmd.Output()
 	if err != nil {
