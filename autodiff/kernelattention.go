@@ -88,6 +88,9 @@ func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out []T) {
 	needQK := k.useDot || k.useDist
 	direct, _ := k.kern.(DirectPairKernel)
+	if k.pk != nil { // its values depend on θ: the scores' path
+		direct = nil
+	}
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
 		sc := newPairScratch(d.tk, d.tq, d.tk)
 		var eb []float64 // exp(bias − max bias), for a direct kernel
@@ -264,8 +267,12 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 	if gr.bias != nil {
 		biasParts = make([]float64, d.n*bw)
 	}
+	var thetaParts []float64 // per problem, [nTheta]
+	if gr.theta != nil {
+		thetaParts = make([]float64, d.n*k.nTheta)
+	}
 	needQK := k.useDot || k.useDist
-	needScores := needQK || hRows != nil || biasParts != nil
+	needScores := needQK || hRows != nil || biasParts != nil || thetaParts != nil
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		sc := newPairScratch(d.tk, d.tq, d.tk)
 		c := make([]T, rowBlock*d.tk)
@@ -337,7 +344,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 					gdot, gd2 := sc.gdot[:hi-lo], sc.gd2[:hi-lo]
 					clear(gdot)
 					clear(gd2)
-					gh := k.kern.PairGrads(gs, dot, d2, pr.bandwidth(t), gdot, gd2)
+					gh := k.pairGrads(pr.theta, gs, dot, d2, pr.bandwidth(t), gdot, gd2, thetaPart(thetaParts, k.nTheta, pi))
 					if hRows != nil {
 						hRows[pi*d.tq+t] += gh
 					}
@@ -379,5 +386,5 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 			}
 		}
 	})
-	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, gr)
+	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, thetaParts, gr)
 }

@@ -27,6 +27,22 @@ type PairKernel interface {
 	PairGrads(gs, dot, d2 []float64, h float64, gdot, gd2 []float64) (gh float64)
 }
 
+// ParamPairKernel is a PairKernel with learned parameters θ of its own (a mixture's
+// weight logits): TiledLocalMean and KernelAttention take θ as the node
+// TiledOptions.KernelParams [PairParamCount()], evaluate the kernel at its values and
+// return its gradient Σ over pairs of ∂L/∂s·∂s/∂θ, computed in the backward pass with the
+// bandwidth's.
+type ParamPairKernel interface {
+	PairKernel
+	// PairParamCount returns the length of θ.
+	PairParamCount() int
+	// PairScoresAt is PairScores at parameters theta.
+	PairScoresAt(theta, s, dot, d2 []float64, h float64)
+	// PairGradsAt is PairGrads at parameters theta that also adds Σ_j gs[j]·∂s_j/∂θ into
+	// gtheta; a pair with gs[j] = 0 adds nothing (never NaN).
+	PairGradsAt(theta, gs, dot, d2 []float64, h float64, gdot, gd2, gtheta []float64) (gh float64)
+}
+
 // TiledOptions are the optional parts of a TiledLocalMean call.
 type TiledOptions struct {
 	// Bandwidth is nil for the constant BandwidthValue, or a node [1] (one bandwidth for
@@ -39,6 +55,9 @@ type TiledOptions struct {
 	RelBias *Node
 	// KeyMask is nil or [B, Tk], zero marking keys that no query of batch element b sees.
 	KeyMask *Node
+	// KernelParams is the parameter vector θ [PairParamCount()] of a ParamPairKernel
+	// (required for one, nil for any other kernel).
+	KernelParams *Node
 	// Heads is the number of heads in N = B·Heads (row n is batch n / Heads, head
 	// n % Heads); 0 means 1.
 	Heads int
@@ -86,7 +105,9 @@ type pairSpec struct {
 	h               float64
 	hMode           int
 	hIn, biasIn     int // input indices, 0 when absent
-	maskIn          int
+	maskIn, thetaIn int
+	pk              ParamPairKernel // the kernel when it has parameters θ, else nil
+	nTheta          int
 	headsInFeatures bool
 	biasP, biasM    int
 }
@@ -157,6 +178,22 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 		sp.biasIn = len(inputs)
 		inputs = append(inputs, opt.RelBias)
 	}
+	if pk, ok := kern.(ParamPairKernel); ok {
+		if opt.KernelParams == nil {
+			return fail("kernel %s has %d parameters of its own but KernelParams is nil", kern.Name(), pk.PairParamCount())
+		}
+		if !g.ok(op, opt.KernelParams) {
+			return pairSpec{}, nil, false
+		}
+		if ts := opt.KernelParams.n.Shape(); ts.Dims() != 1 || ts[0] != pk.PairParamCount() {
+			return fail("kernel parameters %v, want [%d] for kernel %s", ts, pk.PairParamCount(), kern.Name())
+		}
+		sp.pk, sp.nTheta = pk, pk.PairParamCount()
+		sp.thetaIn = len(inputs)
+		inputs = append(inputs, opt.KernelParams)
+	} else if opt.KernelParams != nil {
+		return fail("kernel parameters %v given, but kernel %s has none", opt.KernelParams.n.Shape(), kern.Name())
+	}
 	if opt.KeyMask != nil {
 		if !g.ok(op, opt.KeyMask) {
 			return pairSpec{}, nil, false
@@ -196,11 +233,11 @@ func (k *tiledKernel) hashAttrs() string { return k.attrs() }
 
 // attrs returns every attribute of the call, for hashAttrs.
 func (k *pairSpec) attrs() string {
-	return fmt.Sprintf("{kernel:%s,heads:%d,infeatures:%v,mask:%v,h:%g,hmode:%d,bias:%d/%d,keymask:%v}",
-		k.kern.Name(), k.heads, k.headsInFeatures, k.mask, k.h, k.hMode, k.biasP, k.biasM, k.maskIn > 0)
+	return fmt.Sprintf("{kernel:%s,heads:%d,infeatures:%v,mask:%v,h:%g,hmode:%d,bias:%d/%d,keymask:%v,params:%d}",
+		k.kern.Name(), k.heads, k.headsInFeatures, k.mask, k.h, k.hMode, k.biasP, k.biasM, k.maskIn > 0, k.nTheta)
 }
 func (k *pairSpec) arity() int {
-	return 3 + b2i(k.hIn > 0) + b2i(k.biasIn > 0) + b2i(k.maskIn > 0)
+	return 3 + b2i(k.hIn > 0) + b2i(k.biasIn > 0) + b2i(k.maskIn > 0) + b2i(k.thetaIn > 0)
 }
 func (k *pairSpec) diffWRT() []bool {
 	d := make([]bool, k.arity())
@@ -245,7 +282,7 @@ func (d tiledDims) off(p, rows, width, ld int) int {
 
 // tiledArgs are one pass's inputs as slices of the op's dtype.
 type tiledArgs[T float] struct {
-	q, k, v, h, bias, km []T
+	q, k, v, h, bias, km, theta []T
 }
 
 func tiledInputs[T float](k *pairSpec, in []*tensor.Dense) tiledArgs[T] {
@@ -258,6 +295,9 @@ func tiledInputs[T float](k *pairSpec, in []*tensor.Dense) tiledArgs[T] {
 	}
 	if k.maskIn > 0 {
 		a.km = flat[T](in[k.maskIn])
+	}
+	if k.thetaIn > 0 {
+		a.theta = flat[T](in[k.thetaIn])
 	}
 	return a
 }
@@ -327,6 +367,7 @@ type problem[T float] struct {
 	bias    []T // the head's relative-bias row [2M+1], or nil
 	h       []T // per-row bandwidths [Tq], or nil
 	h0      float64
+	theta   []float64 // the kernel's parameters, or nil
 }
 
 func tiledProblem[T float](k *pairSpec, d tiledDims, a tiledArgs[T], p int) problem[T] {
@@ -347,6 +388,12 @@ func tiledProblem[T float](k *pairSpec, d tiledDims, a tiledArgs[T], p int) prob
 		}
 		w := 2*k.biasM + 1
 		pr.bias = a.bias[row*w : (row+1)*w]
+	}
+	if a.theta != nil {
+		pr.theta = make([]float64, len(a.theta))
+		for i, x := range a.theta {
+			pr.theta[i] = float64(x)
+		}
 	}
 	switch k.hMode {
 	case hScalar:
@@ -412,7 +459,11 @@ func pairRowTerms[T float](k *pairSpec, sc *pairScratch, dots []T, t, lo, hi int
 func pairRowScores[T float](k *pairSpec, pr *problem[T], sc *pairScratch, dots []T, t, lo, hi int) []float64 {
 	dot, d2 := pairRowTerms(k, sc, dots, t, lo, hi)
 	s := sc.s[:hi-lo]
-	k.kern.PairScores(s, dot, d2, pr.bandwidth(t))
+	if k.pk != nil {
+		k.pk.PairScoresAt(pr.theta, s, dot, d2, pr.bandwidth(t))
+	} else {
+		k.kern.PairScores(s, dot, d2, pr.bandwidth(t))
+	}
 	if pr.bias != nil {
 		j0, j1 := k.biasSpan(t, lo, len(s))
 		m := k.biasM
@@ -430,6 +481,15 @@ func pairRowScores[T float](k *pairSpec, pr *problem[T], sc *pairScratch, dots [
 		}
 	}
 	return s
+}
+
+// pairGrads is the kernel's PairGrads (PairGradsAt for a kernel with parameters, which
+// adds into gtheta) at bandwidth h.
+func (k *pairSpec) pairGrads(theta, gs, dot, d2 []float64, h float64, gdot, gd2, gtheta []float64) float64 {
+	if k.pk != nil {
+		return k.pk.PairGradsAt(theta, gs, dot, d2, h, gdot, gd2, gtheta)
+	}
+	return k.kern.PairGrads(gs, dot, d2, h, gdot, gd2)
 }
 
 // biasSpan splits the keys lo..lo+n−1 of query t by their relative position
@@ -639,6 +699,10 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 	if gr.bias != nil {
 		biasParts = make([]float64, d.n*bw)
 	}
+	var thetaParts []float64 // per problem, [nTheta]
+	if gr.theta != nil {
+		thetaParts = make([]float64, d.n*k.nTheta)
+	}
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		sc := newTileScratch[T](d)
 		delta := make([]float64, tileRows)
@@ -720,7 +784,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 						gdot, gd2 := sc.gdot[:w], sc.gd2[:w]
 						clear(gdot)
 						clear(gd2)
-						gh := k.kern.PairGrads(gs, dot, d2, pr.bandwidth(t), gdot, gd2)
+						gh := k.pairGrads(pr.theta, gs, dot, d2, pr.bandwidth(t), gdot, gd2, thetaPart(thetaParts, k.nTheta, p))
 						if hRows != nil {
 							hRows[p*d.tq+t] += gh
 						}
@@ -762,12 +826,30 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 			}
 		}
 	})
-	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, gr)
+	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, thetaParts, gr)
 }
 
-// pairParamGrads writes the gradients of the bandwidth input and of the bias table into
-// gr from hRows (per problem and query row) and biasParts (per problem, [2M+1]).
-func pairParamGrads[T float](k *pairSpec, n, tq int, hRows, biasParts []float64, gr tiledArgs[T]) {
+// thetaPart returns problem p's part [n] of the kernel-parameter gradients, nil without.
+func thetaPart(parts []float64, n, p int) []float64 {
+	if parts == nil {
+		return nil
+	}
+	return parts[p*n : (p+1)*n]
+}
+
+// pairParamGrads writes the gradients of the bandwidth input, of the bias table and of
+// the kernel's parameters into gr from hRows (per problem and query row), biasParts (per
+// problem, [2M+1]) and thetaParts (per problem, [nTheta]).
+func pairParamGrads[T float](k *pairSpec, n, tq int, hRows, biasParts, thetaParts []float64, gr tiledArgs[T]) {
+	if gr.theta != nil {
+		sums := make([]float64, k.nTheta)
+		for i, x := range thetaParts {
+			sums[i%k.nTheta] += x
+		}
+		for i, x := range sums {
+			gr.theta[i] = T(x)
+		}
+	}
 	switch {
 	case gr.h == nil:
 	case k.hMode == hScalar:

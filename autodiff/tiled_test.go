@@ -109,6 +109,10 @@ var tiledCases = []tiledCase{
 	{name: "gaussHeadsCausalBias", kern: testGauss{}, b: 2, h: 3, tq: 40, tk: 40, mask: Mask{Causal: true}, perHead: true, biasM: 4, biasP: 3, hval: 1.3},
 	{name: "expOffsetBias", kern: testExp{}, b: 1, h: 2, tq: 6, tk: 70, mask: Mask{Causal: true, Offset: 64}, biasM: 3, biasP: 2, hval: 2},
 	{name: "uniformWindowBias", kern: testUniform{}, b: 1, h: 2, tq: 35, tk: 35, mask: Mask{Window: 6}, biasM: 3, biasP: 2, hval: 1},
+	// Mixtures (kernel parameters θ): of a dot-product and a distance kernel, and of two
+	// compact kernels, where some pairs lie outside one support and some outside both.
+	{name: "mixExpGaussRowsBias", kern: testMix{testExp{}, testGauss{}}, b: 1, h: 2, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, biasM: 3, biasP: 2, hval: 1.8},
+	{name: "mixCompactPad", kern: testMix{testEpan{}, testScaled{testEpan{}, 0.6}}, b: 2, h: 2, tq: 66, tk: 66, keyPad: true, perHead: true, hval: 2},
 }
 
 func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense) {
@@ -138,6 +142,9 @@ func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense
 	}
 	if c.biasM > 0 {
 		params["bias"] = randTensor(rng, 0.5, c.biasP, 2*c.biasM+1)
+	}
+	if pk, ok := c.kern.(ParamPairKernel); ok {
+		params["theta"] = randTensor(rng, 1, pk.PairParamCount())
 	}
 	inputs = map[string]*tensor.Dense{}
 	if c.keyPad {
@@ -171,7 +178,7 @@ func (c tiledCase) buildInFeatures(g *Graph, p map[string]*Node) *Node {
 // buildWith returns the graph of op on the inputs [B·H, T, d].
 func (c tiledCase) buildWith(op pairOp) func(g *Graph, p map[string]*Node) *Node {
 	return func(g *Graph, p map[string]*Node) *Node {
-		opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], Heads: c.h, Mask: c.mask}
+		opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], KernelParams: p["theta"], Heads: c.h, Mask: c.mask}
 		return op(g, c.kern, p["q"], p["k"], p["v"], opt)
 	}
 }
@@ -195,7 +202,7 @@ func (c tiledCase) mergedOp(g *Graph, p map[string]*Node, op pairOp, m **Node) *
 		y := g.Transpose(g.Reshape(x, []int{c.b, c.h, s[1], s[2]}), 0, 2, 1, 3)
 		return g.Reshape(y, []int{c.b, s[1], c.h * s[2]})
 	}
-	opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], Heads: c.h, Mask: c.mask, HeadsInFeatures: true}
+	opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], KernelParams: p["theta"], Heads: c.h, Mask: c.mask, HeadsInFeatures: true}
 	*m = op(g, c.kern, merge(p["q"]), merge(p["k"]), merge(p["v"]), opt)
 	return *m
 }
@@ -233,7 +240,11 @@ func (c tiledCase) reference(params, inputs map[string]*tensor.Dense) []float64 
 					d2 += (qt[i] - ks[i]) * (qt[i] - ks[i])
 				}
 				out := []float64{0}
-				c.kern.PairScores(out, []float64{dot}, []float64{d2}, h)
+				if pk, ok := c.kern.(ParamPairKernel); ok {
+					pk.PairScoresAt(params["theta"].Float64s(), out, []float64{dot}, []float64{d2}, h)
+				} else {
+					c.kern.PairScores(out, []float64{dot}, []float64{d2}, h)
+				}
 				if c.biasM > 0 {
 					row := 0
 					if c.biasP > 1 {

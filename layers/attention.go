@@ -101,6 +101,9 @@ func (a *KernelAttention) pairKernel() (autodiff.PairKernel, bool) {
 	if !ok {
 		return nil, false
 	}
+	if f, ok := pk.(interface{ pairForm() bool }); ok && !f.pairForm() {
+		return nil, false
+	}
 	for _, f := range positionFactors(a.Kernel) {
 		if _, ok := f.(RelativePositionKernel); !ok {
 			return nil, false
@@ -319,6 +322,11 @@ func (a *KernelAttention) pairMean(g *autodiff.Graph, pk autodiff.PairKernel, q,
 	o := autodiff.TiledOptions{
 		Bandwidth: h.Node, BandwidthValue: h.Value, RelBias: table, KeyMask: opt.KeyMask, Heads: a.Heads, Mask: mask,
 		HeadsInFeatures: inFeatures,
+	}
+	if pp, ok := pk.(interface {
+		pairParams(*autodiff.Graph) *autodiff.Node
+	}); ok {
+		o.KernelParams = pp.pairParams(g)
 	}
 	if a.tiles(g, tk) {
 		return g.TiledLocalMean(pk, q, k, v, o)

@@ -121,7 +121,7 @@ func TestFusedMatchesGeneral(t *testing.T) {
 			if a, err := NewKernelAttention(ps.Root(), cfg); err != nil {
 				t.Fatal(err)
 			} else if _, ok := a.pairKernel(); !ok {
-				continue // a mixture: the general path either way
+				continue // a kernel without the pair form: the general path either way
 			}
 			call := callSelf
 			switch i % 5 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/onnx"
@@ -31,10 +32,14 @@ func init() {
 // simplex (THEORY.md §1, §4), every component at the same bandwidth. Bind creates the
 // logits a as `<scope>.logits` [L] (init 0: equal weights), shared by all heads. The
 // scores are combined by a stable log-sum-exp, so a compact component's −Inf only
-// removes that component's mass.
+// removes that component's mass. A mixture of kernels that autodiff evaluates pair by
+// pair (autodiff.PairKernel, no parameters of their own) is an autodiff.ParamPairKernel
+// whose parameters are the logits, so that KernelAttention runs it on the fused and
+// tiled local means.
 type Mixture struct {
 	Kernels []ContentKernel
 	logits  *autodiff.Param
+	pairs   []autodiff.PairKernel // the components as pair kernels, nil unless all are
 }
 
 // Name returns the spec "mixture(<k1>, <k2>, ...)".
@@ -123,7 +128,192 @@ func (m Mixture) Bind(s autodiff.Scope, heads int) (ContentKernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Mixture{Kernels: ks, logits: p}, nil
+	return Mixture{Kernels: ks, logits: p, pairs: pairComponents(ks)}, nil
+}
+
+// pairComponents returns the kernels as pair kernels, or nil unless every one is a pair
+// kernel without parameters of its own (a nested mixture has them).
+func pairComponents(ks []ContentKernel) []autodiff.PairKernel {
+	pairs := make([]autodiff.PairKernel, len(ks))
+	for i, k := range ks {
+		pk, ok := k.(autodiff.PairKernel)
+		if _, param := k.(autodiff.ParamPairKernel); !ok || param {
+			return nil
+		}
+		pairs[i] = pk
+	}
+	return pairs
+}
+
+// pairForm reports whether the fused and tiled local means evaluate the mixture: it is
+// bound and every component is a pair kernel without parameters of its own.
+func (m Mixture) pairForm() bool { return m.logits != nil && m.pairs != nil }
+
+// pairParams returns the node of the logits, the parameters that the fused and tiled
+// local means take with the kernel (autodiff.TiledOptions.KernelParams).
+func (m Mixture) pairParams(g *autodiff.Graph) *autodiff.Node {
+	if m.logits == nil {
+		return g.Fail(fmt.Errorf("kernel %s: not bound to parameters (use it inside KernelAttention or call Bind)", m.Name()))
+	}
+	return g.Param(m.logits)
+}
+
+// components returns the components as pair kernels, nil if one is not.
+func (m Mixture) components() []autodiff.PairKernel {
+	if m.pairs != nil {
+		return m.pairs
+	}
+	return pairComponents(m.Kernels)
+}
+
+// PairTerms reads the terms that any component reads (autodiff.PairKernel).
+func (m Mixture) PairTerms() (dot, dist bool) {
+	for _, c := range m.components() {
+		d, s := c.PairTerms()
+		dot, dist = dot || d, dist || s
+	}
+	return dot, dist
+}
+
+// PairParamCount returns the number of logits (autodiff.ParamPairKernel).
+func (m Mixture) PairParamCount() int { return len(m.Kernels) }
+
+// currentLogits returns the logits' current values (0 before Bind).
+func (m Mixture) currentLogits() []float64 {
+	a := make([]float64, len(m.Kernels))
+	if m.logits != nil {
+		for i := range a {
+			a[i] = m.logits.At(i)
+		}
+	}
+	return a
+}
+
+// PairScores is PairScoresAt with the current logits.
+func (m Mixture) PairScores(s, dot, d2 []float64, h float64) {
+	m.PairScoresAt(m.currentLogits(), s, dot, d2, h)
+}
+
+// PairGrads is PairGradsAt with the current logits, without their gradient.
+func (m Mixture) PairGrads(gs, dot, d2 []float64, h float64, gdot, gd2 []float64) float64 {
+	return m.PairGradsAt(m.currentLogits(), gs, dot, d2, h, gdot, gd2, nil)
+}
+
+// mixtureBuffers holds the per-call float64 scratch of the mixture's pair methods.
+var mixtureBuffers = sync.Pool{New: func() any { return new([]float64) }}
+
+func mixtureBuffer(n int) *[]float64 {
+	b := mixtureBuffers.Get().(*[]float64)
+	if cap(*b) < n {
+		*b = make([]float64, n)
+	}
+	*b = (*b)[:n]
+	return b
+}
+
+// mixtureTerms sets logw to log softmax(a), comp[l·n:(l+1)·n] to component l's scores
+// and tot to their log-sum-exp log Σ_l w_l K_l per pair: −Inf where every component is,
+// NaN where one is NaN. A pair kernel that is not one (unreachable through
+// KernelAttention, which checks pairForm) gives NaN.
+func (m Mixture) mixtureTerms(a, logw, comp, tot, dot, d2 []float64, h float64) {
+	n := len(tot)
+	mx := math.Inf(-1)
+	for _, x := range a {
+		mx = max(mx, x)
+	}
+	var z float64
+	for _, x := range a {
+		z += math.Exp(x - mx)
+	}
+	lz := mx + math.Log(z)
+	for l, x := range a {
+		logw[l] = x - lz
+	}
+	comps := m.components()
+	if comps == nil {
+		for j := range tot {
+			tot[j] = math.NaN()
+		}
+		return
+	}
+	for l, c := range comps {
+		c.PairScores(comp[l*n:(l+1)*n], dot, d2, h)
+	}
+	for j := range tot {
+		top := math.Inf(-1)
+		for l := range comps {
+			top = max(top, logw[l]+comp[l*n+j]) // NaN wins
+		}
+		if math.IsInf(top, 0) || math.IsNaN(top) {
+			tot[j] = top
+			continue
+		}
+		var sum float64
+		for l := range comps {
+			sum += math.Exp(logw[l] + comp[l*n+j] - top)
+		}
+		tot[j] = top + math.Log(sum)
+	}
+}
+
+// PairScoresAt sets s[j] = log Σ_l softmax(a)_l K_l of pair j, by a stable log-sum-exp
+// of the components' scores: a compact component's −Inf removes only its mass, and a
+// pair outside every component's support is −Inf (autodiff.ParamPairKernel).
+func (m Mixture) PairScoresAt(a, s, dot, d2 []float64, h float64) {
+	n, nl := len(s), len(m.Kernels)
+	b := mixtureBuffer(nl + nl*n)
+	m.mixtureTerms(a, (*b)[:nl], (*b)[nl:], s, dot, d2, h)
+	mixtureBuffers.Put(b)
+}
+
+// PairGradsAt passes the score gradients gs to the components through the
+// responsibilities r_l = w_l K_l / Σ_m w_m K_m (∂s/∂s_l), so that ∂s/∂dot, ∂s/∂d² and
+// ∂s/∂h are Σ_l r_l times the component's, and adds Σ_j gs[j]·(r_l − w_l), the gradient
+// of the logit a_l, into ga[l] when ga is not nil (autodiff.ParamPairKernel). A pair with
+// gs[j] = 0 (of weight 0, outside every support) contributes nothing.
+func (m Mixture) PairGradsAt(a, gs, dot, d2 []float64, h float64, gdot, gd2, ga []float64) float64 {
+	n, nl := len(gs), len(m.Kernels)
+	b := mixtureBuffer(nl + nl*n + 4*n)
+	buf := *b
+	logw, comp := buf[:nl], buf[nl:nl+nl*n]
+	rest := buf[nl+nl*n:]
+	tot, gsl, tdot, td2 := rest[:n], rest[n:2*n], rest[2*n:3*n], rest[3*n:4*n]
+	m.mixtureTerms(a, logw, comp, tot, dot, d2, h)
+	clear(gdot)
+	clear(gd2)
+	var gh, sg float64 // sg = Σ_j gs[j]
+	for _, g := range gs {
+		sg += g
+	}
+	for l, c := range m.components() {
+		var ra float64 // Σ_j gs[j]·r_l[j]
+		for j, g := range gs {
+			r := 0.0
+			if g != 0 && !math.IsInf(tot[j], 0) && !math.IsNaN(tot[j]) {
+				r = math.Exp(logw[l] + comp[l*n+j] - tot[j])
+			}
+			gsl[j] = g * r
+			ra += gsl[j]
+		}
+		if ga != nil {
+			ga[l] += ra - math.Exp(logw[l])*sg
+		}
+		clear(tdot)
+		clear(td2)
+		gh += c.PairGrads(gsl, dot, d2, h, tdot, td2)
+		if dot != nil {
+			for j, x := range tdot {
+				gdot[j] += x
+			}
+		}
+		if d2 != nil {
+			for j, x := range td2 {
+				gd2[j] += x
+			}
+		}
+	}
+	mixtureBuffers.Put(b)
+	return gh
 }
 
 // Scores returns LogSumExp_l(log softmax(a)_l + s_l) over the component scores.

@@ -13,10 +13,11 @@ import (
 )
 
 // tiledKernelCases are the kernels the tiled local mean is checked with: every content
-// kernel, position kernels alone and in products (the mixture falls back to the stored
-// weights and is checked to give the same result there).
+// kernel, mixtures (with a compact component, and in a product with a relative position
+// kernel), position kernels alone and in products.
 func tiledKernelCases() []ContentKernel {
-	return append(kernelCases(), Tricube{}, MustParseKernelSpec("exponential * window(3) * distance(0.2)").Kernel)
+	return append(kernelCases(), Tricube{}, MustParseKernelSpec("exponential * window(3) * distance(0.2)").Kernel,
+		MustParseKernelSpec("mixture(laplacian, epanechnikov, tricube) * relbias(2)").Kernel)
 }
 
 // TestTiledKernelBandwidthGradients gradient-checks kernel attention on the tiled path
@@ -190,7 +191,7 @@ func TestTilingConfig(t *testing.T) {
 
 // TestTilingAuto checks which lengths TilingAuto tiles: kernels from TiledMinKeys keys,
 // standard attention from TiledMinKeysStandard, and a kernel the tiles cannot evaluate
-// (a mixture) never.
+// (a mixture with a nested mixture) never; a mixture of pair kernels tiles.
 func TestTilingAuto(t *testing.T) {
 	ps, _ := autodiff.NewParams(autodiff.Float32, 1)
 	build := func(name string, k ContentKernel) *KernelAttention {
@@ -202,6 +203,7 @@ func TestTilingAuto(t *testing.T) {
 	}
 	std, gauss := build("std", Exponential{}), build("gauss", Gaussian{})
 	mix := build("mix", Mixture{Kernels: []ContentKernel{Gaussian{}, Cauchy{}}})
+	nested := build("nested", Mixture{Kernels: []ContentKernel{Gaussian{}, Mixture{Kernels: []ContentKernel{Cauchy{}, Laplacian{}}}}})
 	g := autodiff.NewGraph(autodiff.Float32, false, 0)
 	for _, c := range []struct {
 		a    *KernelAttention
@@ -215,8 +217,11 @@ func TestTilingAuto(t *testing.T) {
 			t.Errorf("%s over %d keys: tiles %v, want %v", c.a.Kernel.Name(), c.tk, got, c.want)
 		}
 	}
-	if _, ok := mix.pairKernel(); ok {
-		t.Error("a mixture kernel claims the tiled form")
+	if _, ok := mix.pairKernel(); !ok || !mix.tiles(g, TiledMinKeys) {
+		t.Error("a mixture of pair kernels does not take the tiled form")
+	}
+	if _, ok := nested.pairKernel(); ok {
+		t.Error("a mixture with a nested mixture claims the tiled form")
 	}
 }
 
