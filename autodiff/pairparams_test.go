@@ -171,7 +171,7 @@ func TestParamPairKernelSupports(t *testing.T) {
 // TestParamPairKernelErrors checks the errors for kernel parameters that are missing,
 // misshapen, or given to a kernel without parameters.
 func TestParamPairKernelErrors(t *testing.T) {
-	ones := func(n int) *tensor.Dense {
+	zeros := func(n int) *tensor.Dense {
 		return tensor.New(tensor.WithShape(n), tensor.WithBacking(make([]float64, n)))
 	}
 	for _, c := range []struct {
@@ -180,8 +180,8 @@ func TestParamPairKernelErrors(t *testing.T) {
 		want  string
 	}{
 		{testMix{testExp{}, testGauss{}}, nil, "TiledLocalMean: kernel mix has 2 parameters of its own but KernelParams is nil"},
-		{testMix{testExp{}, testGauss{}}, ones(3), "TiledLocalMean: kernel parameters (3), want [2] for kernel mix"},
-		{testExp{}, ones(2), "TiledLocalMean: kernel parameters (2) given, but kernel exp has none"},
+		{testMix{testExp{}, testGauss{}}, zeros(3), "TiledLocalMean: kernel parameters (3), want [2] for kernel mix"},
+		{testExp{}, zeros(2), "TiledLocalMean: kernel parameters (2) given, but kernel exp has none"},
 	} {
 		g := NewGraph(Float64, false, 1)
 		q := g.ConstTensor([]int{1, 3, 2}, make([]float64, 6))

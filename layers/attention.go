@@ -415,8 +415,8 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	return a.O.Forward(g, merged)
 }
 
-// generalMean is the local mean of any kernel (mixtures, position kernels without the
-// relative form): the kernel's scores [B·H, Tq, Tk] and position scores materialised, then
+// generalMean is the local mean of any kernel (mixtures of mixtures, position kernels
+// without the relative form): the kernel's scores [B·H, Tq, Tk] and position scores materialised, then
 // autodiff's LocalMean, returning [B, H, Tq, DHead]. It taps the weights and per-query
 // bandwidths.
 func (a *KernelAttention) generalMean(g *autodiff.Graph, q, k, v *autodiff.Node, h Width, opt AttendOptions, mask autodiff.Mask) *autodiff.Node {

@@ -123,9 +123,10 @@
 // TiledMinKeys keys on (AttentionConfig.Tiling) TiledLocalMean, in O(T) memory instead of
 // O(T²), where boxes skip whole tiles, so a window of w keys costs O(T·w). Without rotary
 // embedding they read the [B, T, Dim] layout directly. Standard attention
-// (the exponential kernel at a fixed bandwidth) runs on autodiff's Attention. Mixture
-// kernels and position kernels without the relative form take the general path: their scores
-// materialised, then LocalMean.
+// (the exponential kernel at a fixed bandwidth) runs on autodiff's Attention. Mixtures of
+// such kernels run on the fused ops too, their logits one more input of the op
+// (autodiff.ParamPairKernel); mixtures of mixtures and position kernels without the
+// relative form take the general path: their scores materialised, then LocalMean.
 //
 // With AttentionConfig.RandomFeatures = m > 0 (randomfeatures.go), the exponential and
 // Gaussian kernels, alone or times causal, at a fixed, per-layer or per-head bandwidth,
