@@ -25,6 +25,7 @@ func (g *Graph) Dropout(x *Node, p float64) *Node {
 	if g.rng == nil {
 		return g.failf("Dropout: the graph has no random generator")
 	}
+	g.usesRNG = true
 	return g.applyFused(&dropoutKernel{p: p, rng: g.rng}, x)
 }
 

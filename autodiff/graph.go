@@ -16,16 +16,18 @@ import (
 // kept and every later call returns nil, so a builder checks g.Err() once at the end
 // instead of after every operation. Graph methods never panic on bad shapes.
 type Graph struct {
-	eg     *G.ExprGraph
-	dtype  Dtype
-	train  bool
-	err    error
-	rng    *rand.Rand
-	ids    int64
-	params map[*Param]*Node
-	order  []*Param
-	inputs map[string]*Node
-	inOrd  []string
+	eg    *G.ExprGraph
+	dtype Dtype
+	train bool
+	err   error
+	rng   *rand.Rand
+	// usesRNG is set once an op draws from rng (Dropout)
+	usesRNG bool
+	ids     int64
+	params  map[*Param]*Node
+	order   []*Param
+	inputs  map[string]*Node
+	inOrd   []string
 	// tapping is set for a graph built with RunMode.Taps; taps are its extra outputs.
 	tapping bool
 	taps    map[string]*Node

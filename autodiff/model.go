@@ -16,6 +16,10 @@ import (
 type Outputs struct {
 	Loss   *Node
 	Values map[string]*Node
+	// Batch, if set, declares the graph's examples independent and says how its loss
+	// combines over parts of the batch, so that Model can run a batch as parts on
+	// several cores at once (see Batch). Nil: every batch runs whole.
+	Batch *Batch
 }
 
 // Builder builds the model's computation into g, reading inputs with g.Input(name) and
@@ -30,6 +34,9 @@ type Builder func(g *Graph) (Outputs, error)
 // copies results out before the backward pass can clobber them, and adds gradients into
 // each Param's gradient.
 //
+// A batch whose builder declares Batch runs as parts on several cores at once
+// (SetShards).
+//
 // A Model is not safe for concurrent use.
 type Model struct {
 	params *Params
@@ -37,6 +44,8 @@ type Model struct {
 	rng    *rand.Rand
 	pcg    *rand.PCG
 	cache  map[string]*compiled
+	shards int                   // SetShards
+	plans  map[string]*shardPlan // by input signature, for runs as parts
 	// scratch of signature, reused so that a Run with a known signature does not allocate
 	names []string
 	key   []byte
@@ -45,7 +54,7 @@ type Model struct {
 // NewModel returns a model over params built by build. seed drives dropout masks.
 func NewModel(params *Params, build Builder, seed uint64) *Model {
 	pcg := rand.NewPCG(seed, 0xda3e39cb94b95bdb)
-	return &Model{params: params, build: build, pcg: pcg, rng: rand.New(pcg), cache: map[string]*compiled{}}
+	return &Model{params: params, build: build, pcg: pcg, rng: rand.New(pcg), cache: map[string]*compiled{}, plans: map[string]*shardPlan{}}
 }
 
 // Params returns the model's parameter registry.
@@ -80,6 +89,9 @@ type Result struct {
 	InputGrads map[string]*tensor.Dense
 	// Taps holds the values tapped by the graph (Graph.Tap) when run with RunMode.Taps.
 	Taps map[string]*tensor.Dense
+	// Parts is the number of parts of the batch the run computed at once (SetShards):
+	// 1 for a batch run whole.
+	Parts int
 }
 
 type compiled struct {
@@ -90,6 +102,7 @@ type compiled struct {
 	paramGrads []*G.Value // aligned with g.order
 	inputGrads map[string]*G.Value
 	taps       map[string]*G.Value
+	batch      *Batch // Outputs.Batch
 	// reused by every run
 	outValues     map[string]*tensor.Dense
 	outInputGrads map[string]*tensor.Dense
@@ -168,10 +181,23 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 		}
 	}
 	m.key, m.names = signature(m.key, m.names, inputs, mode)
+	if parts, examples := m.partsFor(inputs, mode); parts > 1 {
+		p, ok := m.plans[string(m.key)]
+		if !ok || (!p.whole && len(p.graphs) != parts) {
+			var err error
+			if p, err = m.plan(inputs, mode, parts, examples); err != nil {
+				return nil, err
+			}
+			m.plans[string(m.key)] = p
+		}
+		if !p.whole {
+			return m.runParts(p, inputs, mode)
+		}
+	}
 	c, ok := m.cache[string(m.key)]
 	if !ok {
 		var err error
-		if c, err = m.compile(inputs, mode); err != nil {
+		if c, err = m.compile(inputs, mode, m.rng); err != nil {
 			return nil, err
 		}
 		m.cache[string(m.key)] = c
@@ -179,8 +205,9 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 	return m.exec(c, inputs, mode)
 }
 
-func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode) (c *compiled, err error) {
-	g := newGraph(m.params.dtype, mode.Train, m.rng)
+// compile builds and compiles the graph for inputs; its dropout masks come from rng.
+func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode, rng *rand.Rand) (c *compiled, err error) {
+	g := newGraph(m.params.dtype, mode.Train, rng)
 	g.tapping = mode.Taps
 	names := make([]string, 0, len(inputs))
 	for n := range inputs {
@@ -203,7 +230,8 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode) (c *compi
 		}
 	}()
 	c = &compiled{g: g, values: map[string]*G.Value{}, inputGrads: map[string]*G.Value{}, taps: map[string]*G.Value{},
-		outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{}, outTaps: map[string]*tensor.Dense{}}
+		outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{}, outTaps: map[string]*tensor.Dense{},
+		batch: out.Batch}
 	for name, n := range g.taps {
 		v := new(G.Value)
 		G.Read(n.n, v)
@@ -276,42 +304,14 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode) (c *compi
 }
 
 func (m *Model) exec(c *compiled, inputs map[string]*tensor.Dense, mode RunMode) (res *Result, err error) {
-	g := c.g
-	for p, n := range g.params {
-		// Parameters are updated in place: rebind only a value that changed (G.Let
-		// allocates).
-		if v, ok := n.n.Value().(*tensor.Dense); ok && v == p.value {
-			continue
-		}
-		if err := G.Let(n.n, p.value); err != nil {
-			return nil, fmt.Errorf("bind %s: %w", p.name, err)
-		}
-	}
-	for name, n := range g.inputs {
-		t := inputs[name]
-		var v G.Value = t
-		if n.n.IsScalar() {
-			v, _ = scalarValue(t)
-		} else if b, ok := n.n.Value().(*tensor.Dense); ok && b == t {
-			continue
-		}
-		if err := G.Let(n.n, v); err != nil {
-			return nil, fmt.Errorf("bind input %q: %w", name, err)
-		}
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("run model: %v", r)
-		}
-		c.vm.Reset()
-	}()
-	if err := c.vm.RunAll(); err != nil {
-		return nil, fmt.Errorf("run model: %w", err)
+	defer c.vm.Reset()
+	if err := m.runGraph(c, inputs); err != nil {
+		return nil, err
 	}
 	clear(c.outValues)
 	clear(c.outInputGrads)
 	clear(c.outTaps)
-	res = &Result{Values: c.outValues, InputGrads: c.outInputGrads}
+	res = &Result{Values: c.outValues, InputGrads: c.outInputGrads, Parts: 1}
 	if mode.Taps {
 		res.Taps = c.outTaps
 		for name, v := range c.taps {
@@ -331,12 +331,49 @@ func (m *Model) exec(c *compiled, inputs map[string]*tensor.Dense, mode RunMode)
 	for name, v := range c.inputGrads {
 		res.InputGrads[name] = asDense(*v)
 	}
-	for i, p := range g.order[:len(c.paramGrads)] {
+	for i, p := range c.g.order[:len(c.paramGrads)] {
 		if err := addInto(p.grad, *c.paramGrads[i]); err != nil {
 			return nil, fmt.Errorf("gradient of %s: %w", p.name, err)
 		}
 	}
 	return res, nil
+}
+
+// runGraph binds the parameters and inputs to c's graph and runs its machine, which
+// the caller resets once it has read the results.
+func (m *Model) runGraph(c *compiled, inputs map[string]*tensor.Dense) (err error) {
+	g := c.g
+	for p, n := range g.params {
+		// Parameters are updated in place: rebind only a value that changed (G.Let
+		// allocates).
+		if v, ok := n.n.Value().(*tensor.Dense); ok && v == p.value {
+			continue
+		}
+		if err := G.Let(n.n, p.value); err != nil {
+			return fmt.Errorf("bind %s: %w", p.name, err)
+		}
+	}
+	for name, n := range g.inputs {
+		t := inputs[name]
+		var v G.Value = t
+		if n.n.IsScalar() {
+			v, _ = scalarValue(t)
+		} else if b, ok := n.n.Value().(*tensor.Dense); ok && b == t {
+			continue
+		}
+		if err := G.Let(n.n, v); err != nil {
+			return fmt.Errorf("bind input %q: %w", name, err)
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("run model: %v", r)
+		}
+	}()
+	if err := c.vm.RunAll(); err != nil {
+		return fmt.Errorf("run model: %w", err)
+	}
+	return nil
 }
 
 func scalarValue(t *tensor.Dense) (G.Value, error) {

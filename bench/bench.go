@@ -187,7 +187,10 @@ func newAttn(seed uint64, n int, shape Shape) (*Workload, error) {
 	}
 	model := autodiff.NewModel(ps, func(g *autodiff.Graph) (autodiff.Outputs, error) {
 		y := attn.Forward(g, g.Input("x"))
-		return autodiff.Outputs{Loss: g.Sum(y)}, g.Err()
+		if err := g.Err(); err != nil {
+			return autodiff.Outputs{}, err
+		}
+		return autodiff.Outputs{Loss: g.Sum(y), Batch: &autodiff.Batch{Examples: y.Shape()[0], LossSum: true}}, g.Err()
 	}, seed)
 	rng := rand.New(rand.NewPCG(seed+1, 0))
 	xs := make([]map[string]*tensor.Dense, n)

@@ -149,7 +149,8 @@ func (m *Model) Bandwidths() [][]float64 {
 
 // Builder returns the model's graph. Inputs: "noisy" [B, In] and, optionally, "clean"
 // [B, In]; output "recon" [B, In] = g(noisy) in (0, 1); the loss, when "clean" is given,
-// is the MSE mean((recon − clean)²) over all B·In values.
+// is the MSE mean((recon − clean)²) over all B·In values. The graph declares its images
+// independent (autodiff.Batch), so that a batch may run as parts on several cores.
 func (m *Model) Builder() autodiff.Builder {
 	return func(g *autodiff.Graph) (autodiff.Outputs, error) {
 		x := g.Input("noisy")
@@ -165,7 +166,14 @@ func (m *Model) Builder() autodiff.Builder {
 		} else {
 			recon = m.localized(g, x)
 		}
-		out := autodiff.Outputs{Values: map[string]*autodiff.Node{"recon": recon}}
+		// Images never meet (the localized model's images attend only to the
+		// prototypes) and the loss is a mean over all B·In values: a batch may run as
+		// parts.
+		in := m.cfg.In
+		out := autodiff.Outputs{Values: map[string]*autodiff.Node{"recon": recon},
+			Batch: &autodiff.Batch{Examples: x.Shape()[0], LossItems: func(inputs map[string]*tensor.Dense) float64 {
+				return float64(inputs["noisy"].Shape()[0] * in)
+			}}}
 		if g.HasInput("clean") {
 			out.Loss = g.MSE(recon, g.Input("clean"))
 		}

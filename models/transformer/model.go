@@ -302,7 +302,9 @@ const (
 
 // Builder returns the training/evaluation graph: logits for InputIDs (and InputSource
 // for an encdec model, whose decoder reads InputIDs with teacher forcing) and, when
-// InputTargets is given, the mean cross-entropy over scored positions as the loss.
+// InputTargets is given, the mean cross-entropy over scored positions as the loss. The
+// graph declares its sequences independent (autodiff.Batch), so that a batch may run as
+// parts on several cores.
 func (m *Model) Builder() autodiff.Builder {
 	return func(g *autodiff.Graph) (autodiff.Outputs, error) {
 		var logits *autodiff.Node
@@ -315,7 +317,13 @@ func (m *Model) Builder() autodiff.Builder {
 		if g.HasInput(InputTargets) {
 			out.Loss = g.CrossEntropy(logits, g.Input(InputTargets), datasets.IgnoreIndex)
 		}
-		return out, g.Err()
+		if g.Err() != nil {
+			return out, g.Err()
+		}
+		// Sequences never attend to each other, and the loss is a mean over the scored
+		// targets: a batch may run as parts.
+		out.Batch = &autodiff.Batch{Examples: g.Input(InputIDs).Shape()[0], LossItems: autodiff.CountNotEqual(InputTargets, datasets.IgnoreIndex)}
+		return out, nil
 	}
 }
 
