@@ -108,9 +108,9 @@ type shardPlan struct {
 	in       []map[string]*tensor.Dense
 	errs     []error
 	coef     []float64
-	// reused by every run
-	outValues     map[string]*tensor.Dense
-	outInputGrads map[string]*tensor.Dense
+	// reused by every run: the maps of Result, and the tensors they hold
+	outValues, outInputGrads map[string]*tensor.Dense
+	bufValues, bufInputGrads map[string]*tensor.Dense
 }
 
 // partsFor returns into how many parts Run splits inputs, and the number of examples;
@@ -152,7 +152,8 @@ func (m *Model) partsFor(inputs map[string]*tensor.Dense, mode RunMode) (parts, 
 // plan compiles the parts' graphs for inputs; a plan with whole set when the builder
 // declares no Batch.
 func (m *Model) plan(inputs map[string]*tensor.Dense, mode RunMode, parts, examples int) (*shardPlan, error) {
-	p := &shardPlan{examples: examples, rows: map[string]int{}, outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{}}
+	p := &shardPlan{examples: examples, rows: map[string]int{}, outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{},
+		bufValues: map[string]*tensor.Dense{}, bufInputGrads: map[string]*tensor.Dense{}}
 	for name, t := range inputs {
 		p.rows[name] = t.Shape()[0] / examples
 	}
@@ -303,16 +304,16 @@ func (m *Model) runParts(p *shardPlan, inputs map[string]*tensor.Dense, mode Run
 		}
 	}
 	for name := range c0.values {
-		if res.Values[name], err = p.concat(p.outValues[name], name, func(c *compiled) *G.Value { return c.values[name] }, nil); err != nil {
+		if res.Values[name], err = p.concat(p.bufValues[name], func(c *compiled) *G.Value { return c.values[name] }, nil); err != nil {
 			return nil, fmt.Errorf("output %q: %w", name, err)
 		}
-		p.outValues[name] = res.Values[name]
+		p.bufValues[name] = res.Values[name]
 	}
 	for name := range c0.inputGrads {
-		if res.InputGrads[name], err = p.concat(p.outInputGrads[name], name, func(c *compiled) *G.Value { return c.inputGrads[name] }, p.coef); err != nil {
+		if res.InputGrads[name], err = p.concat(p.bufInputGrads[name], func(c *compiled) *G.Value { return c.inputGrads[name] }, p.coef); err != nil {
 			return nil, fmt.Errorf("gradient of input %q: %w", name, err)
 		}
-		p.outInputGrads[name] = res.InputGrads[name]
+		p.bufInputGrads[name] = res.InputGrads[name]
 	}
 	if len(c0.paramGrads) > 0 {
 		if err := p.addGrads(); err != nil {
@@ -324,7 +325,7 @@ func (m *Model) runParts(p *shardPlan, inputs map[string]*tensor.Dense, mode Run
 
 // concat returns the parts' values of one output, each scaled by coef (nil: 1), stacked
 // along dimension 0 in dst when its shape fits, else in a new tensor.
-func (p *shardPlan) concat(dst *tensor.Dense, name string, value func(*compiled) *G.Value, coef []float64) (*tensor.Dense, error) {
+func (p *shardPlan) concat(dst *tensor.Dense, value func(*compiled) *G.Value, coef []float64) (*tensor.Dense, error) {
 	var shape tensor.Shape
 	k := 0
 	for i, c := range p.graphs {

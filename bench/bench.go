@@ -66,12 +66,18 @@ type Shape struct {
 	RandomFeatures int
 	// Bandwidth is the attention layers' bandwidth mode (fixed by default).
 	Bandwidth layers.BandwidthMode
+	// Shards, for every workload, is how many parts of each batch run at once
+	// (autodiff.Model.SetShards): 0 one per GOMAXPROCS, 1 the batch whole.
+	Shards int
 }
 
 // NewShaped is New with the sizes and attention of s.
 func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	if s.SeqLen < 0 || s.Batch < 0 {
 		return nil, fmt.Errorf("sequence length %d and batch %d, want >= 0 (0 keeps the workload's)", s.SeqLen, s.Batch)
+	}
+	if s.Shards < 0 {
+		return nil, fmt.Errorf("shards = %d, want >= 0 (0: one per GOMAXPROCS)", s.Shards)
 	}
 	if name == "dae" && (s.SeqLen > 0 || s.Batch > 0) {
 		return nil, fmt.Errorf("workload dae takes no sequence length or batch")
@@ -85,7 +91,7 @@ func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	case "attn":
 		return newAttn(seed, n, s)
 	case "dae":
-		return newDAE(seed, n)
+		return newDAE(seed, n, s)
 	case "generate":
 		return newGenerate(seed)
 	}
@@ -129,6 +135,9 @@ func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 		return nil, err
 	}
 	model := autodiff.NewModel(ps, m.Builder(), seed)
+	if err := model.SetShards(shape.Shards); err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(seed+1, 0))
 	batches := make([]map[string]*tensor.Dense, n)
 	for i := range batches {
@@ -151,7 +160,7 @@ func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 		Name: "charlm", Params: ps, Units: "tokens", PerStep: B * T,
 		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T, "batch": B, "lr": 3e-3,
 			"kernel": cfg.Kernel.String(), "tiling": cfg.Tiling.String(), "random_features": cfg.RandomFeatures,
-			"bandwidth": cfg.Bandwidth.String()},
+			"bandwidth": cfg.Bandwidth.String(), "shards": shape.Shards},
 		Step: trainStep(model, opt, ps, batches),
 	}, nil
 }
@@ -192,6 +201,9 @@ func newAttn(seed uint64, n int, shape Shape) (*Workload, error) {
 		}
 		return autodiff.Outputs{Loss: g.Sum(y), Batch: &autodiff.Batch{Examples: y.Shape()[0], LossSum: true}}, g.Err()
 	}, seed)
+	if err := model.SetShards(shape.Shards); err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(seed+1, 0))
 	xs := make([]map[string]*tensor.Dense, n)
 	for i := range xs {
@@ -204,7 +216,7 @@ func newAttn(seed uint64, n int, shape Shape) (*Workload, error) {
 	both := autodiff.RunMode{Backward: true, InputGrads: true}
 	return &Workload{
 		Name: "attn", Params: ps, Units: "samples", PerStep: B,
-		Config: map[string]any{"d_model": D, "heads": H, "d_head": D / H, "seq": T, "batch": B, "causal": true},
+		Config: map[string]any{"d_model": D, "heads": H, "d_head": D / H, "seq": T, "batch": B, "causal": true, "shards": shape.Shards},
 		Step: func(i int) (float64, time.Duration, error) {
 			t0 := time.Now()
 			ps.ZeroGrad()
@@ -226,7 +238,7 @@ func newAttn(seed uint64, n int, shape Shape) (*Workload, error) {
 // initialisation) trained with Adam 1e-3 on batches of 128 from dae.NewData, the
 // train.Data the DAE trains on. The images are the first batches of the shuffled MNIST
 // training set when the GoMNIST module is cached, else U[0,1) images, as the peer script.
-func newDAE(seed uint64, n int) (*Workload, error) {
+func newDAE(seed uint64, n int, shape Shape) (*Workload, error) {
 	const B = 128
 	ps, err := autodiff.NewParams(autodiff.Float32, seed)
 	if err != nil {
@@ -242,6 +254,9 @@ func newDAE(seed uint64, n int) (*Workload, error) {
 		return nil, err
 	}
 	images, source := daeImages(seed+1, n*B)
+	if err := m.Net().SetShards(shape.Shards); err != nil {
+		return nil, err
+	}
 	data, err := dae.NewData(m, images, B, seed+1)
 	if err != nil {
 		return nil, err
@@ -258,7 +273,7 @@ func newDAE(seed uint64, n int) (*Workload, error) {
 	return &Workload{
 		Name: "dae", Params: ps, Units: "samples", PerStep: B,
 		Config: map[string]any{"model": "models/dae " + cfg.String(), "layers": widths, "noise_sigma": cfg.Sigma,
-			"batch": B, "lr": 1e-3, "images": source},
+			"batch": B, "lr": 1e-3, "images": source, "shards": shape.Shards},
 		Step: trainStep(m.Net(), opt, ps, batches),
 	}, nil
 }

@@ -79,6 +79,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
 	fs.IntVar(&shape.RandomFeatures, "random-features", 0, "charlm: random-feature attention with M features (0: exact)")
 	fs.TextVar(&shape.Bandwidth, "bandwidth", layers.BandwidthFixed, "charlm: bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
+	fs.IntVar(&shape.Shards, "shards", 0, "parts of each batch run at once, one per core, each part's operations serial (0: one per GOMAXPROCS; 1: the batch whole, every operation split across cores)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -250,7 +251,7 @@ type peerResult struct {
 
 // shapeArgs returns the flags that give a sub-process the sizes and attention of s.
 func shapeArgs(s bench.Shape) []string {
-	return []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-kernel", s.Kernel, "-tiling", s.Tiling.String(), "-random-features", strconv.Itoa(s.RandomFeatures), "-bandwidth", s.Bandwidth.String()}
+	return []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-kernel", s.Kernel, "-tiling", s.Tiling.String(), "-random-features", strconv.Itoa(s.RandomFeatures), "-bandwidth", s.Bandwidth.String(), "-shards", strconv.Itoa(s.Shards)}
 }
 
 func runCompare(names []string, steps, warmup int, seed uint64, threads int, shape bench.Shape, python, peer string, asJSON bool, stdout, stderr io.Writer) error {

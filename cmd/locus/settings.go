@@ -48,6 +48,7 @@ type trainSettings struct {
 	Keep      int       `json:"keep"`
 	Dtype     dtypeName `json:"dtype"`
 	Threads   int       `json:"threads"`
+	Shards    int       `json:"shards"`
 }
 
 // settingsFlags are the flags of the training settings, by JSON key.
@@ -57,6 +58,7 @@ var settingsFlags = map[string]string{
 	"min_lr": "min-lr", "decay_steps": "decay-steps", "decay_every": "decay-every", "gamma": "gamma",
 	"clip": "clip", "accum": "accum", "patience": "patience", "best": "best", "best_mode": "best-mode",
 	"eval_every": "eval-every", "eval_n": "eval-n", "keep": "keep", "dtype": "dtype", "threads": "threads",
+	"shards": "shards",
 }
 
 // defineSettingsFlags binds the training settings' flags to st.
@@ -85,6 +87,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.IntVar(&st.Keep, "keep", 3, "step checkpoints to keep (0: all); best/ is kept apart")
 	fs.TextVar(&st.Dtype, "dtype", dtypeName{autodiff.Float32}, "parameter and activation type: float32 or float64")
 	fs.IntVar(&st.Threads, "threads", 0, "GOMAXPROCS while training (0: leave as is)")
+	fs.IntVar(&st.Shards, "shards", 0, "run each batch as this many parts at once, one per core, each part's operations serial (0: one per GOMAXPROCS; 1: the batch whole, every operation split across cores)")
 }
 
 // conditional is a setting that only some optimizers or schedules use.
@@ -390,8 +393,8 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-accum must be >= 1, got %d", st.Accum)
 	case !(st.Clip >= 0):
 		return usageErrorf("-clip must be >= 0, got %g", st.Clip)
-	case st.Patience < 0 || st.Warmup < 0 || st.Threads < 0:
-		return usageErrorf("-patience, -warmup and -threads must be >= 0")
+	case st.Patience < 0 || st.Warmup < 0 || st.Threads < 0 || st.Shards < 0:
+		return usageErrorf("-patience, -warmup, -threads and -shards must be >= 0")
 	case st.Schedule == scheduleCosine && (st.DecaySteps <= 0 || !(st.MinLR >= 0 && st.MinLR <= st.LR)):
 		return usageErrorf("-schedule cosine needs -decay-steps > 0 and 0 <= -min-lr <= -lr (got %d, %g)", st.DecaySteps, st.MinLR)
 	}

@@ -367,6 +367,9 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		}
 	}
 	run := autodiff.NewModel(ps, s.builder(), f.seed+1)
+	if err := run.SetShards(st.Shards); err != nil {
+		return usageErrorf("-shards: %v", err)
+	}
 	seed := f.seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
