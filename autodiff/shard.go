@@ -77,9 +77,13 @@ func CountNotEqual(name string, v int) func(map[string]*tensor.Dense) float64 {
 
 // SetShards sets into how many parts Run splits a batch whose builder declares Batch:
 // the parts run at once, each on its own goroutine with its operations serial instead
-// of every operation split across cores. 0 (the default) uses GOMAXPROCS parts; 1 runs
-// every batch whole. A batch of B examples runs in min(n, B) parts of ⌊B/parts⌋ or
-// ⌈B/parts⌉ examples. Runs with RunMode.Taps always run whole.
+// of every operation split across cores. n > 1 runs a batch of B examples in min(n, B)
+// parts of ⌊B/parts⌋ or ⌈B/parts⌉ examples; 1 runs every batch whole. 0 (the default)
+// runs P = GOMAXPROCS parts when every part then has work for its core and the parts are
+// even enough: B ≥ P and the largest part at most 5/4 of B/P (B = 3 on 2 cores runs
+// whole: a part of 2 examples would leave the other core idle a third of the step);
+// else whole, every operation split across the cores. Runs with RunMode.Taps always run
+// whole.
 //
 // The parts' results are combined in a fixed order, so that a run is deterministic for a
 // given number of parts; a different number of parts changes float round-off, and, in
@@ -117,7 +121,8 @@ type shardPlan struct {
 // 1 to run whole.
 func (m *Model) partsFor(inputs map[string]*tensor.Dense, mode RunMode) (parts, examples int) {
 	n := m.shards
-	if n == 0 {
+	auto := n == 0
+	if auto {
 		n = runtime.GOMAXPROCS(0)
 	}
 	if n < 2 || mode.Taps || len(inputs) == 0 {
@@ -145,6 +150,9 @@ func (m *Model) partsFor(inputs map[string]*tensor.Dense, mode RunMode) (parts, 
 		default:
 			return 1, 0
 		}
+	}
+	if auto && (examples < n || 4*((examples+n-1)/n)*n > 5*examples) {
+		return 1, 0
 	}
 	return min(n, examples), examples
 }

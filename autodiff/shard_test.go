@@ -3,6 +3,7 @@ package autodiff
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -318,6 +319,22 @@ func TestShardsBadBatch(t *testing.T) {
 		_, err := mod.Run(seqInputs(Float64, 4, 4), RunMode{Backward: true})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want one naming %q", err, c.want)
+		}
+	}
+}
+
+// TestShardsAuto: by default a batch runs as GOMAXPROCS parts when every core gets a
+// part and the parts are even to 5/4, else whole.
+func TestShardsAuto(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct{ procs, b, parts int }{
+		{2, 1, 1}, {2, 2, 2}, {2, 3, 1}, {2, 4, 2}, {2, 5, 2}, {2, 32, 2},
+		{4, 3, 1}, {4, 5, 1}, {4, 8, 4}, {4, 9, 1}, {4, 10, 4}, {1, 8, 1},
+	} {
+		runtime.GOMAXPROCS(c.procs)
+		mod := newSeqModel(t, Float64).model(1)
+		if got := runSeq(t, mod, seqInputs(Float64, c.b, 1), RunMode{Backward: true}); got.parts != c.parts {
+			t.Errorf("GOMAXPROCS %d, B = %d: %d parts, want %d", c.procs, c.b, got.parts, c.parts)
 		}
 	}
 }
