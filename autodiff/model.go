@@ -18,7 +18,9 @@ type Outputs struct {
 	Values map[string]*Node
 	// Batch, if set, declares the graph's examples independent and says how its loss
 	// combines over parts of the batch, so that Model can run a batch as parts on
-	// several cores at once (see Batch). Nil: every batch runs whole.
+	// several cores at once (see Batch). Nil: every batch runs whole; a builder
+	// declares Batch for all its graphs or for none (after one graph without it, the
+	// Model runs every batch whole).
 	Batch *Batch
 }
 
@@ -46,6 +48,9 @@ type Model struct {
 	cache  map[string]*compiled
 	shards int                   // SetShards
 	plans  map[string]*shardPlan // by input signature, for runs as parts
+	// undeclared is set once a graph of the builder declared no Batch: later signatures
+	// run whole without building a part to find out again
+	undeclared bool
 	// scratch of signature, reused so that a Run with a known signature does not allocate
 	names []string
 	key   []byte
@@ -181,7 +186,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 		}
 	}
 	m.key, m.names = signature(m.key, m.names, inputs, mode)
-	if parts, examples := m.partsFor(inputs, mode); parts > 1 {
+	if parts, examples := m.partsFor(inputs, mode); parts > 1 && !m.undeclared {
 		p, ok := m.plans[string(m.key)]
 		if !ok || (!p.whole && len(p.graphs) != parts) {
 			var err error

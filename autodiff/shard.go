@@ -183,6 +183,7 @@ func (m *Model) plan(inputs map[string]*tensor.Dense, mode RunMode, parts, examp
 			return nil, fmt.Errorf("part %d of %d (examples %d to %d): %w", i+1, parts, p.lo[i], p.hi[i], err)
 		}
 		if c.batch == nil {
+			m.undeclared = true
 			return &shardPlan{whole: true}, nil
 		}
 		if err := c.batch.check(c.loss != nil, p.hi[i]-p.lo[i]); err != nil {
