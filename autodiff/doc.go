@@ -29,6 +29,14 @@
 // Results are copied out of the machine and belong to the Model until its next run
 // with the same input signature.
 //
+// A builder whose examples are independent says so in Outputs.Batch (the number of
+// examples, and what the loss is a mean or a sum over); Model then runs a batch as
+// parts on all cores at once (batch-sharded execution, Model.SetShards): one graph per
+// part on its own goroutine, its operations serial, the parts' losses, gradients and
+// outputs combined exactly, in a fixed order. This saves the synchronisation of
+// splitting each of a step's hundreds of small operations across the cores.
+// CompareShards checks a declaration against the whole batch.
+//
 // # Shapes and dtypes
 //
 // Tensors are gorgonia's row-major *tensor.Dense. A model has one float dtype, that of
