@@ -67,7 +67,8 @@ type mlpConfig struct {
 	Extra   bool    `json:"extra,omitempty"` // adds a parameter, to make "another model"
 }
 
-// newMLP builds y = W2·dropout(tanh(W1·x + b1)) + b2 with an MSE loss, float32.
+// newMLP builds y = W2·dropout(tanh(W1·x + b1)) + b2 with an MSE loss, float32. Its
+// examples are independent (autodiff.Batch): a batch may run as parts.
 func newMLP(t testing.TB, cfg mlpConfig, seed uint64) *autodiff.Model {
 	t.Helper()
 	ps, err := autodiff.NewParams(autodiff.Float32, seed)
@@ -93,7 +94,13 @@ func newMLP(t testing.TB, cfg mlpConfig, seed uint64) *autodiff.Model {
 		h = g.Dropout(h, cfg.Dropout)
 		pred := g.AddBias(g.MatMul(h, g.Param(w2)), g.Param(b2))
 		loss := g.Mean(g.Square(g.Sub(pred, g.Input("y"))))
-		return autodiff.Outputs{Loss: loss, Values: map[string]*autodiff.Node{"pred": pred}}, g.Err()
+		if g.Err() != nil {
+			return autodiff.Outputs{}, g.Err()
+		}
+		batch := &autodiff.Batch{Examples: pred.Shape()[0], LossItems: func(in map[string]*tensor.Dense) float64 {
+			return float64(in["y"].Shape()[0])
+		}}
+		return autodiff.Outputs{Loss: loss, Values: map[string]*autodiff.Node{"pred": pred}, Batch: batch}, nil
 	}
 	return autodiff.NewModel(ps, build, seed+1)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/optim"
+	"gorgonia.org/tensor"
 )
 
 // readMetrics parses a run's metrics log, failing on any malformed line.
@@ -63,9 +65,24 @@ func latest(t *testing.T, dir string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// TestResumeIsBitIdentical stops a run and resumes it, with each batch run whole and as
+// two parts (autodiff.Model.SetShards; the model has dropout, drawn per part).
 func TestResumeIsBitIdentical(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		t.Run(fmt.Sprintf("shards%d", shards), func(t *testing.T) { testResumeIsBitIdentical(t, shards) })
+	}
+}
+
+func testResumeIsBitIdentical(t *testing.T, shards int) {
 	ctx := context.Background()
 	dirA, dirB := t.TempDir(), t.TempDir()
+	newLoop := func(t *testing.T, steps int, dir string) *Loop {
+		l := newLoop(t, steps, dir)
+		if err := l.Model.SetShards(shards); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
 
 	var lossesA []float64
 	a := newLoop(t, 200, dirA)
@@ -472,4 +489,52 @@ func TestInfiniteGradientStops(t *testing.T) {
 		t.Fatalf("Run: %v, want ErrDiverged", err)
 	}
 	wantErr(t, err, "step 1", "gradient norm is +Inf")
+}
+
+// TestShardedLoopMatchesWhole trains the same model (no dropout) 40 steps with every
+// batch run whole and as 2 and 3 parts: the losses and final weights agree to float32
+// round-off, and the parts really ran.
+func TestShardedLoopMatchesWhole(t *testing.T) {
+	run := func(shards int) ([]float64, *autodiff.Model) {
+		m := newMLP(t, mlpConfig{Hidden: 16}, 1)
+		if err := m.SetShards(shards); err != nil {
+			t.Fatal(err)
+		}
+		opt, err := optim.NewAdam(optim.All(m.Params().List()), optim.AdamConfig{LR: 1e-2, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var losses []float64
+		l := &Loop{Model: m, Optimizer: opt, Data: newRegressionData(t, 64, 16), Steps: 40, LogEvery: 10, Hooks: []Hook{lossRecorder(&losses)}}
+		if _, err := l.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return losses, m
+	}
+	whole, mw := run(1)
+	for _, shards := range []int{2, 3} {
+		losses, m := run(shards)
+		d := 0.0
+		for i := range whole {
+			d = max(d, math.Abs(losses[i]-whole[i])/max(1, math.Abs(whole[i])))
+		}
+		for _, p := range m.Params().List() {
+			q := mw.Params().Get(p.Name())
+			for i := range p.Size() {
+				d = max(d, math.Abs(p.At(i)-q.At(i))/max(1, math.Abs(q.At(i))))
+			}
+		}
+		t.Logf("%d shards: max relative difference %.2g over 40 steps' losses and the final weights", shards, d)
+		if d > 1e-4 {
+			t.Errorf("%d shards: max relative difference %.3g from whole batches, want ≤ 1e-4", shards, d)
+		}
+		x := tensor.New(tensor.WithShape(16, 1), tensor.WithBacking(make([]float32, 16)))
+		res, err := m.Forward(map[string]*tensor.Dense{"x": x, "y": x.Clone().(*tensor.Dense)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Parts != shards {
+			t.Errorf("SetShards(%d) ran %d parts", shards, res.Parts)
+		}
+	}
 }
