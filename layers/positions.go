@@ -3,6 +3,7 @@ package layers
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/locusml/locus/autodiff"
 )
@@ -96,6 +97,21 @@ func (p *LearnedPositions) Forward(g *autodiff.Graph, x *autodiff.Node, offset i
 	return addPerPosition(g, x, g.Reshape(pos, []int{xs[1] * xs[2]}))
 }
 
+// ForwardAt returns x [B, T, Dim] plus the vectors of the positions pos, an int node
+// [T] (positions as data: one compiled decoding step serves every position). A position
+// outside the table fails when the graph runs.
+func (p *LearnedPositions) ForwardAt(g *autodiff.Graph, x, pos *autodiff.Node) *autodiff.Node {
+	if !ready(g, "positions", p.scope, x, pos) {
+		return nil
+	}
+	xs := x.Shape()
+	if len(xs) != 3 || xs[2] != p.Dim || !slices.Equal(pos.Shape(), []int{xs[1]}) {
+		return fail(g, "positions", p.scope, "input %v and positions %v, want [B, T, %d] and [T]", xs, pos.Shape(), p.Dim)
+	}
+	rows := g.Gather(g.Param(p.Weight), pos)
+	return addPerPosition(g, x, g.Reshape(rows, []int{xs[1] * xs[2]}))
+}
+
 // addPerPosition adds pos [T·D] (row-major [T, D]) to every batch element of x [B, T, D].
 func addPerPosition(g *autodiff.Graph, x, pos *autodiff.Node) *autodiff.Node {
 	xs := x.Shape()
@@ -133,6 +149,21 @@ func AddSinusoidal(g *autodiff.Graph, x *autodiff.Node, offset int) *autodiff.No
 	return addPerPosition(g, x, g.ConstTensor([]int{xs[1] * xs[2]}, Sinusoidal(xs[1], xs[2], offset)))
 }
 
+// AddSinusoidalAt returns x [B, T, D] plus the sinusoidal encodings of the positions
+// pos, an int node [T] of values below maxLen (positions as data, see
+// LearnedPositions.ForwardAt).
+func AddSinusoidalAt(g *autodiff.Graph, x, pos *autodiff.Node, maxLen int) *autodiff.Node {
+	if !ready(g, "sinusoidal positions", "", x, pos) {
+		return nil
+	}
+	xs := x.Shape()
+	if len(xs) != 3 || !slices.Equal(pos.Shape(), []int{xs[1]}) || maxLen <= 0 {
+		return g.Fail(fmt.Errorf("sinusoidal positions: input %v and positions %v below %d, want [B, T, D] and [T]", xs, pos.Shape(), maxLen))
+	}
+	table := g.ConstTensor([]int{maxLen, xs[2]}, Sinusoidal(maxLen, xs[2], 0))
+	return addPerPosition(g, x, g.Reshape(g.Gather(table, pos), []int{xs[1] * xs[2]}))
+}
+
 // defaultRotaryBase is RoFormer's θ base.
 const defaultRotaryBase = 10000
 
@@ -148,14 +179,20 @@ func ApplyRotary(g *autodiff.Graph, x *autodiff.Node, offset int, base float64) 
 	if x == nil || len(x.Shape()) != 3 || x.Shape()[2]%2 != 0 {
 		return g.Fail(fmt.Errorf("rotary positions: input %v, want [N, T, dh] with dh even", x.Shape()))
 	}
+	xs := x.Shape()
+	cos, sin := RotaryTables(xs[0], xs[1], xs[2], offset, base)
+	return rotate(g, x, g.ConstTensor(xs, cos), g.ConstTensor(xs, sin))
+}
+
+// RotaryTables returns ApplyRotary's factors cos and sin, each [n, t, dh] row-major, for
+// positions offset..offset+t−1 (the same for each of the n rows); base 0 means 10000.
+func RotaryTables(n, t, dh, offset int, base float64) (cos, sin []float64) {
 	if base == 0 {
 		base = defaultRotaryBase
 	}
-	xs := x.Shape()
-	n, t, dh := xs[0], xs[1], xs[2]
 	half := dh / 2
-	cos := make([]float64, n*t*dh)
-	sin := make([]float64, n*t*dh)
+	cos = make([]float64, n*t*dh)
+	sin = make([]float64, n*t*dh)
 	for p := range t {
 		for i := range half {
 			angle := float64(p+offset) * math.Pow(base, -2*float64(i)/float64(dh))
@@ -167,6 +204,24 @@ func ApplyRotary(g *autodiff.Graph, x *autodiff.Node, offset int, base float64) 
 			}
 		}
 	}
-	rot := g.Concat(2, g.Neg(g.Slice(x, 2, half, dh)), g.Slice(x, 2, 0, half))
-	return g.Add(g.Mul(x, g.ConstTensor(xs, cos)), g.Mul(rot, g.ConstTensor(xs, sin)))
+	return cos, sin
+}
+
+// RotaryAngles are the factors of RotaryTables as graph inputs, [N, T, dh] each: a
+// decoding step that takes its positions as data (KernelAttention.AttendRecurrent) runs
+// one compiled graph at every position.
+type RotaryAngles struct{ Cos, Sin *autodiff.Node }
+
+// rotate returns x·cos + rotate_half(x)·sin for x, cos and sin [N, T, dh].
+func rotate(g *autodiff.Graph, x, cos, sin *autodiff.Node) *autodiff.Node {
+	if !ready(g, "rotary positions", "", x, cos, sin) {
+		return nil
+	}
+	xs := x.Shape()
+	if !slices.Equal(cos.Shape(), xs) || !slices.Equal(sin.Shape(), xs) {
+		return g.Fail(fmt.Errorf("rotary positions: factors %v and %v, want the input's shape %v", cos.Shape(), sin.Shape(), xs))
+	}
+	half := xs[2] / 2
+	rot := g.Concat(2, g.Neg(g.Slice(x, 2, half, xs[2])), g.Slice(x, 2, 0, half))
+	return g.Add(g.Mul(x, cos), g.Mul(rot, sin))
 }

@@ -180,10 +180,9 @@ func (a *KernelAttention) maxRowNorm2() float64 {
 	return best
 }
 
-// randomFeatureMean is the local mean of v [N, Tk, dh] at queries q [N, Tq, dh] and keys
-// k under the random-feature kernel, [N, Tq, dh]. hq and hk are the bandwidth over the
-// query and key rows.
-func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff.Node, hq, hk Width, opt AttendOptions, mask autodiff.Mask) *autodiff.Node {
+// featureMaps returns the random features φ(q) [N, Tq, m] and φ(k) [N, Tk, m] of queries
+// q [N, Tq, dh] and keys k [N, Tk, dh] at the bandwidths hq and hk over their rows.
+func (a *KernelAttention) featureMaps(g *autodiff.Graph, q, k *autodiff.Node, hq, hk Width) (phiQ, phiK *autodiff.Node) {
 	_, gauss := contentOf(a.Kernel).(Gaussian)
 	pow := 0.5
 	if gauss {
@@ -191,12 +190,11 @@ func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff
 	}
 	qs, ks := scaleWidth(g, q, hq, pow), scaleWidth(g, k, hk, pow)
 	if g.Err() != nil {
-		return nil
+		return nil, nil
 	}
-	n, tq, tk, m := q.Shape()[0], q.Shape()[1], k.Shape()[1], a.cfg.RandomFeatures
 	// Queries: any factor constant over a query's features cancels in its normalisation,
 	// so φ(q) ∝ softmax(Wq) over the features (stable, ‖q‖² dropped).
-	phiQ := g.Softmax(a.features(g, qs, 0, 0), nil)
+	phiQ = g.Softmax(a.features(g, qs, 0, 0), nil)
 	// Keys: exp(Wk − ‖k‖²/2) for the exponential kernel, exp(Wk − ‖k‖²) for the Gaussian
 	// (its per-key weight folded in), each divided by the constant exp(c) (which cancels):
 	// Wk − ‖k‖²/2 <= ‖w‖²/2 and Wk − ‖k‖² <= ‖w‖²/4, so with c the largest of these
@@ -207,8 +205,36 @@ func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff
 	if gauss {
 		coef, c = -1, a.maxRowNorm2()/4
 	}
-	e := a.features(g, ks, coef, c)
-	phiK := g.Exp(e)
+	return phiQ, g.Exp(a.features(g, ks, coef, c))
+}
+
+// withOnes returns v [N, T, dv] extended by a column of ones, [N, T, dv+1]: the feature
+// sums of its last column are the local mean's denominators.
+func withOnes(g *autodiff.Graph, v *autodiff.Node) *autodiff.Node {
+	vs := v.Shape()
+	return g.Concat(2, v, g.ConstTensor([]int{vs[0], vs[1], 1}, ones(vs[0]*vs[1])))
+}
+
+// featureMean divides the numerators out [N, Tq, dv+1] (last column: the denominators)
+// into the local mean [N, Tq, dv].
+func featureMean(g *autodiff.Graph, out *autodiff.Node) *autodiff.Node {
+	os := out.Shape()
+	n, tq, dv := os[0], os[1], os[2]-1
+	num := g.Slice(out, 2, 0, dv)
+	den := g.Reshape(g.Slice(out, 2, dv, dv+1), []int{n, tq})
+	den = g.AddConst(den, 1e-30)
+	return g.ScaleRows(num, g.Div(g.ConstTensor([]int{n, tq}, ones(n*tq)), den))
+}
+
+// randomFeatureMean is the local mean of v [N, Tk, dh] at queries q [N, Tq, dh] and keys
+// k under the random-feature kernel, [N, Tq, dh]. hq and hk are the bandwidth over the
+// query and key rows.
+func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff.Node, hq, hk Width, opt AttendOptions, mask autodiff.Mask) *autodiff.Node {
+	phiQ, phiK := a.featureMaps(g, q, k, hq, hk)
+	if g.Err() != nil {
+		return nil
+	}
+	n, tk, m := q.Shape()[0], k.Shape()[1], a.cfg.RandomFeatures
 	if opt.KeyMask != nil {
 		// the key mask [B, Tk] scales the rows of φ(K) laid out as [B, Tk, H·m]
 		b := n / a.Heads
@@ -216,8 +242,7 @@ func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff
 		p = g.ScaleRows(p, opt.KeyMask)
 		phiK = g.Reshape(g.Transpose(g.Reshape(p, []int{b, tk, a.Heads, m}), 0, 2, 1, 3), []int{n, tk, m})
 	}
-	dv := v.Shape()[2]
-	v1 := g.Concat(2, v, g.ConstTensor([]int{n, tk, 1}, ones(n*tk))) // the ones column gives the denominators
+	v1 := withOnes(g, v)
 	var out *autodiff.Node
 	if mask.Causal {
 		out = g.CausalLinearAttention(phiQ, phiK, v1, mask.Offset)
@@ -225,8 +250,5 @@ func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff
 		s := g.BatchedMatMul(phiK, v1, true, false) // [N, m, dv+1]
 		out = g.BatchedMatMul(phiQ, s, false, false)
 	}
-	num := g.Slice(out, 2, 0, dv)
-	den := g.Reshape(g.Slice(out, 2, dv, dv+1), []int{n, tq})
-	den = g.AddConst(den, 1e-30)
-	return g.ScaleRows(num, g.Div(g.ConstTensor([]int{n, tq}, ones(n*tq)), den))
+	return featureMean(g, out)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/layers"
 	"gorgonia.org/tensor"
 )
 
@@ -109,12 +110,17 @@ func (m *Model) EncoderBuilder() autodiff.Builder {
 
 // Generator decodes from a causal LM or an encdec model with a key/value cache: each
 // step runs the model on the new token only, attending over the cached keys and values
-// of the earlier ones. It keeps its compiled graphs, so reuse one Generator for many
-// generations. It is not safe for concurrent use.
+// of the earlier ones. A model on random features (Model.Recurrent) keeps each layer's
+// recurrent state instead, of constant size (RecurrentStepBuilder). It keeps its
+// compiled graphs, so reuse one Generator for many generations. It is not safe for
+// concurrent use.
 type Generator struct {
 	model *Model
 	step  *autodiff.Model
 	enc   *autodiff.Model // encdec only
+	held  int             // values in the cache or state after the last step
+	// onLogits, when set (tests), sees each step's logits row.
+	onLogits func([]float64)
 }
 
 // NewGenerator returns a cached decoder over m's parameters (shared, not copied: it sees
@@ -123,7 +129,11 @@ func NewGenerator(m *Model) (*Generator, error) {
 	if !m.Config.Arch.Decodes() {
 		return nil, fmt.Errorf("generate: arch %s does not decode", m.Config.Arch)
 	}
-	gen := &Generator{model: m, step: autodiff.NewModel(m.Params, m.StepBuilder(), 0)}
+	build := m.StepBuilder()
+	if m.Recurrent() {
+		build = m.RecurrentStepBuilder()
+	}
+	gen := &Generator{model: m, step: autodiff.NewModel(m.Params, build, 0)}
 	if m.Config.Arch == ArchEncDec {
 		gen.enc = autodiff.NewModel(m.Params, m.EncoderBuilder(), 0)
 	}
@@ -138,7 +148,8 @@ func NewGenerator(m *Model) (*Generator, error) {
 //
 // The context is the last MaxLen tokens, as in Generate: while the sequence fits, each
 // step feeds one token; once it is longer, positions shift at every step, so each step
-// recomputes the window of the last MaxLen tokens.
+// recomputes the window of the last MaxLen tokens. The exception is a recurrent model
+// with rotary positions, whose state runs on over the whole sequence (recurrent.go).
 func (gen *Generator) Generate(src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
 	return gen.GenerateContext(context.Background(), src, prompt, n, s, stop, rng)
 }
@@ -170,12 +181,15 @@ func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if cached+len(pending) > cfg.MaxLen {
+		if gen.model.boundedContext() && cached+len(pending) > cfg.MaxLen {
 			cache, cached = nil, 0
 			pending = seq[len(seq)-cfg.MaxLen:]
 		}
 		clear(in)
 		in[InputIDs] = idsTensor(pending)
+		if gen.model.Recurrent() {
+			gen.positions(in, cached, len(pending))
+		}
 		for name, t := range fixed {
 			in[name] = t
 		}
@@ -186,11 +200,17 @@ func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n 
 		if err != nil {
 			return nil, fmt.Errorf("generate: %w", err)
 		}
+		gen.held = 0
+		for name, t := range res.Values {
+			if name != OutputLogits {
+				gen.held += t.Shape().TotalSize()
+			}
+		}
 		cached += len(pending)
 		// Keep the cache (a copy: the step's outputs are overwritten by its next run)
 		// unless no later step reads it: after the last token, or when the next token
-		// no longer fits the context and the window is recomputed anyway.
-		if i < n-1 && cached+1 <= cfg.MaxLen {
+		// no longer fits a bounded context and the window is recomputed anyway.
+		if i < n-1 && (!gen.model.boundedContext() || cached+1 <= cfg.MaxLen) {
 			if cache == nil {
 				cache = map[string]*tensor.Dense{}
 			}
@@ -203,6 +223,9 @@ func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n 
 			cache = nil
 		}
 		logitsRow(row, res.Values[OutputLogits], 0)
+		if gen.onLogits != nil {
+			gen.onLogits(row)
+		}
 		next := s.Pick(row, rng)
 		out = append(out, next)
 		seq = append(seq, next)
@@ -212,6 +235,40 @@ func (gen *Generator) GenerateContext(ctx context.Context, src, prompt []int, n 
 		}
 	}
 	return out, nil
+}
+
+// Held returns how many values the last generation kept for its earlier tokens after
+// its last step: the keys and values of the context with a key/value cache (growing with
+// it), each layer's state of Heads·m·(DHead+1) values for a recurrent model (constant).
+func (gen *Generator) Held() int { return gen.held }
+
+// positions adds the positions offset..offset+tn−1 of a recurrent step's new tokens to
+// its inputs in.
+func (gen *Generator) positions(in map[string]*tensor.Dense, offset, tn int) {
+	cfg := gen.model.Config
+	if cfg.Positions == layers.PositionsRotary {
+		n, dh := cfg.Heads, cfg.Dim/cfg.Heads // one sequence
+		cos, sin := layers.RotaryTables(n, tn, dh, offset, 0)
+		in[InputRotaryCos], in[InputRotarySin] = floatTensor(gen.model.Params.Dtype(), cos, n, tn, dh), floatTensor(gen.model.Params.Dtype(), sin, n, tn, dh)
+		return
+	}
+	pos := make([]int, tn)
+	for i := range pos {
+		pos[i] = offset + i
+	}
+	in[InputPositions] = tensor.New(tensor.WithShape(tn), tensor.WithBacking(pos))
+}
+
+// floatTensor returns vals as a tensor of dtype dt and the given shape.
+func floatTensor(dt autodiff.Dtype, vals []float64, shape ...int) *tensor.Dense {
+	if dt == autodiff.Float32 {
+		f := make([]float32, len(vals))
+		for i, v := range vals {
+			f[i] = float32(v)
+		}
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(f))
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(append([]float64(nil), vals...)))
 }
 
 // GenerateCached is NewGenerator(m) followed by Generate(nil, prompt, ...) for a causal

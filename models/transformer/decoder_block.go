@@ -110,3 +110,23 @@ func (b *DecoderBlock) Bandwidths() map[string][]float64 {
 	}
 	return out
 }
+
+// StepRecurrent is Step for a block whose self-attention is recurrent (random features,
+// layers.KernelAttention.AttendRecurrent): state summarises the earlier positions (nil at
+// the start) in place of their keys and values. It returns the new states and the
+// self-attention's state after the new tokens.
+func (b *DecoderBlock) StepRecurrent(g *autodiff.Graph, x, state, memK, memV *autodiff.Node, rot *layers.RotaryAngles) (y, next *autodiff.Node) {
+	self := func(h *autodiff.Node) *autodiff.Node {
+		var out *autodiff.Node
+		out, next = b.Attn.AttendRecurrent(g, h, state, rot)
+		return out
+	}
+	cross := func(h *autodiff.Node) *autodiff.Node {
+		return b.XAttn.AttendKV(g, h, memK, memV, layers.AttendOptions{})
+	}
+	ffn := func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) }
+	y = layers.Residual(g, x, b.LN1, b.PostLN, b.Dropout, self)
+	y = layers.Residual(g, y, b.LNX, b.PostLN, b.Dropout, cross)
+	y = layers.Residual(g, y, b.LN2, b.PostLN, b.Dropout, ffn)
+	return y, next
+}
