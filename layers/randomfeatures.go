@@ -22,10 +22,12 @@ import (
 // exp(−‖q‖²/(2h²)), which cancels in each query's normalisation, and the per-key weight
 // exp(−‖k‖²/(2h²)), folded into φ(k).
 //
-// The local mean is then m_t = φ(q_t)ᵀ Σ_s φ(k_s) v_sᵀ / φ(q_t)ᵀ Σ_s φ(k_s): O(T·m·d)
-// time and memory without a causal order. With a causal order the sums run over s <= t,
-// computed as running prefix sums by autodiff.Graph.CausalLinearAttention: O(T·m·d) time,
-// O(m·d) state per sequence and head.
+// The local mean is then m_t = φ(q_t)ᵀ Σ_s φ(k_s) v_sᵀ / φ(q_t)ᵀ Σ_s φ(k_s); with a
+// causal order the sums run over s <= t, as running prefix sums. One fused op
+// (autodiff.Graph.RandomFeatureAttention) computes it in O(T·m·d) time with O(m·d) state
+// per sequence and head, forming the [T, m] features in scratch and recomputing them in
+// the backward pass, so the graph keeps O(T·d) per head. Decoding carries the prefix
+// sums as a recurrent state of constant size (recurrent.go).
 //
 // W is not a parameter and not stored in checkpoints: it is regenerated deterministically
 // from RandomFeatureSeed and the layer's scope name (FNV-1a), both fixed by the model's
@@ -183,11 +185,7 @@ func (a *KernelAttention) maxRowNorm2() float64 {
 // featureMaps returns the random features φ(q) [N, Tq, m] and φ(k) [N, Tk, m] of queries
 // q [N, Tq, dh] and keys k [N, Tk, dh] at the bandwidths hq and hk over their rows.
 func (a *KernelAttention) featureMaps(g *autodiff.Graph, q, k *autodiff.Node, hq, hk Width) (phiQ, phiK *autodiff.Node) {
-	_, gauss := contentOf(a.Kernel).(Gaussian)
-	pow := 0.5
-	if gauss {
-		pow = 1
-	}
+	pow, coef, c := a.featureConstants()
 	qs, ks := scaleWidth(g, q, hq, pow), scaleWidth(g, k, hk, pow)
 	if g.Err() != nil {
 		return nil, nil
@@ -195,17 +193,22 @@ func (a *KernelAttention) featureMaps(g *autodiff.Graph, q, k *autodiff.Node, hq
 	// Queries: any factor constant over a query's features cancels in its normalisation,
 	// so φ(q) ∝ softmax(Wq) over the features (stable, ‖q‖² dropped).
 	phiQ = g.Softmax(a.features(g, qs, 0, 0), nil)
-	// Keys: exp(Wk − ‖k‖²/2) for the exponential kernel, exp(Wk − ‖k‖²) for the Gaussian
-	// (its per-key weight folded in), each divided by the constant exp(c) (which cancels):
-	// Wk − ‖k‖²/2 <= ‖w‖²/2 and Wk − ‖k‖² <= ‖w‖²/4, so with c the largest of these
-	// bounds no feature overflows. A key far from every w may underflow to 0 (a weight
-	// below e^−87 in float32); the denominators get a floor so that a query whose keys all
-	// underflow gives 0, not NaN.
-	coef, c := -0.5, a.maxRowNorm2()/2
-	if gauss {
-		coef, c = -1, a.maxRowNorm2()/4
-	}
 	return phiQ, g.Exp(a.features(g, ks, coef, c))
+}
+
+// featureConstants returns the power of the bandwidth that divides queries and keys
+// (h^½ for the exponential kernel, h for the Gaussian) and the key features' exponent
+// coefficient and shift: exp(Wk − ‖k‖²/2) for the exponential kernel, exp(Wk − ‖k‖²)
+// for the Gaussian (its per-key weight folded in), each divided by the constant exp(c)
+// (which cancels): Wk − ‖k‖²/2 <= ‖w‖²/2 and Wk − ‖k‖² <= ‖w‖²/4, so with c the largest
+// of these bounds no feature overflows. A key far from every w may underflow to 0 (a
+// weight below e^−87 in float32); the denominators get a floor so that a query whose keys
+// all underflow gives 0, not NaN.
+func (a *KernelAttention) featureConstants() (pow, coef, c float64) {
+	if _, gauss := contentOf(a.Kernel).(Gaussian); gauss {
+		return 1, -1, a.maxRowNorm2() / 4
+	}
+	return 0.5, -0.5, a.maxRowNorm2() / 2
 }
 
 // withOnes returns v [N, T, dv] extended by a column of ones, [N, T, dv+1]: the feature
@@ -228,27 +231,18 @@ func featureMean(g *autodiff.Graph, out *autodiff.Node) *autodiff.Node {
 
 // randomFeatureMean is the local mean of v [N, Tk, dh] at queries q [N, Tq, dh] and keys
 // k under the random-feature kernel, [N, Tq, dh]. hq and hk are the bandwidth over the
-// query and key rows.
+// query and key rows. One fused op (autodiff.Graph.RandomFeatureAttention) forms the
+// features, runs the prefix sums and normalises, recomputing the [N, T, m] features in
+// the backward pass instead of keeping them; featureMaps, withOnes and featureMean are the
+// same function op by op (the recurrent decoding step uses them).
 func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff.Node, hq, hk Width, opt AttendOptions, mask autodiff.Mask) *autodiff.Node {
-	phiQ, phiK := a.featureMaps(g, q, k, hq, hk)
+	pow, coef, c := a.featureConstants()
+	qs, ks := scaleWidth(g, q, hq, pow), scaleWidth(g, k, hk, pow)
 	if g.Err() != nil {
 		return nil
 	}
-	n, tk, m := q.Shape()[0], k.Shape()[1], a.cfg.RandomFeatures
-	if opt.KeyMask != nil {
-		// the key mask [B, Tk] scales the rows of φ(K) laid out as [B, Tk, H·m]
-		b := n / a.Heads
-		p := g.Reshape(g.Transpose(g.Reshape(phiK, []int{b, a.Heads, tk, m}), 0, 2, 1, 3), []int{b, tk, a.Heads * m})
-		p = g.ScaleRows(p, opt.KeyMask)
-		phiK = g.Reshape(g.Transpose(g.Reshape(p, []int{b, tk, a.Heads, m}), 0, 2, 1, 3), []int{n, tk, m})
-	}
-	v1 := withOnes(g, v)
-	var out *autodiff.Node
-	if mask.Causal {
-		out = g.CausalLinearAttention(phiQ, phiK, v1, mask.Offset)
-	} else {
-		s := g.BatchedMatMul(phiK, v1, true, false) // [N, m, dv+1]
-		out = g.BatchedMatMul(phiQ, s, false, false)
-	}
-	return featureMean(g, out)
+	return g.RandomFeatureAttention(qs, ks, v, autodiff.FeatureOptions{
+		Features: a.rf, M: a.cfg.RandomFeatures, KeyCoef: coef, KeyShift: c,
+		Causal: mask.Causal, Offset: mask.Offset, KeyMask: opt.KeyMask, Heads: a.Heads,
+	})
 }

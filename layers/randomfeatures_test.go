@@ -127,3 +127,130 @@ func TestRandomFeatureConverges(t *testing.T) {
 		}
 	}
 }
+
+// composedFeatureAttend is AttendKV's random-feature path as it was before the fused op:
+// the features, exponentials and softmax as separate graph ops, then CausalLinearAttention
+// (causal) or two batched products, then the normalisation.
+func composedFeatureAttend(g *autodiff.Graph, a *KernelAttention, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	k, v := a.KeysValues(g, mem, 0)
+	xs := x.Shape()
+	b, tq, tk := xs[0], xs[1], k.Shape()[1]
+	q := a.splitHeads(g, a.Q.Forward(g, x))
+	if a.cfg.Rotary {
+		q = ApplyRotary(g, q, opt.Offset, a.cfg.RotaryBase)
+	}
+	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Offset: opt.Offset})
+	h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq, false)
+	hk := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tk, false)
+	phiQ, phiK := a.featureMaps(g, q, k, h, hk)
+	n, m := b*a.Heads, a.cfg.RandomFeatures
+	if opt.KeyMask != nil {
+		p := g.Reshape(g.Transpose(g.Reshape(phiK, []int{b, a.Heads, tk, m}), 0, 2, 1, 3), []int{b, tk, a.Heads * m})
+		p = g.ScaleRows(p, opt.KeyMask)
+		phiK = g.Reshape(g.Transpose(g.Reshape(p, []int{b, tk, a.Heads, m}), 0, 2, 1, 3), []int{n, tk, m})
+	}
+	v1 := withOnes(g, v)
+	var out *autodiff.Node
+	if mask.Causal {
+		out = g.CausalLinearAttention(phiQ, phiK, v1, mask.Offset)
+	} else {
+		out = g.BatchedMatMul(phiQ, g.BatchedMatMul(phiK, v1, true, false), false, false)
+	}
+	mean := featureMean(g, out)
+	merged := g.Reshape(g.Transpose(g.Reshape(mean, []int{b, a.Heads, tq, a.DHead}), 0, 2, 1, 3), []int{b, tq, a.cfg.Dim})
+	return a.O.Forward(g, merged)
+}
+
+// TestRandomFeatureFusedMatchesComposed checks that the fused op (RandomFeatureAttention)
+// computes what the op-by-op composition computes, output and every parameter gradient,
+// in float64 and float32, at T = 100 (causal self-attention, padded cross-attention, both
+// kernels, fixed, per-layer and per-head bandwidths, rotary positions).
+func TestRandomFeatureFusedMatchesComposed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const T = 100
+	x64, mem64 := randDense(rng, 1, 2, T, 8), randDense(rng, 1, 2, T+7, 6)
+	keyMask := make([]float64, 2*(T+7))
+	for i := range keyMask {
+		keyMask[i] = float64(min(1, i%9)) // every 9th key hidden
+	}
+	for _, dt := range []autodiff.Dtype{autodiff.Float64, autodiff.Float32} {
+		x, mem := x64, mem64
+		if dt == autodiff.Float32 {
+			x = tensor.New(tensor.WithShape(2, T, 8), tensor.WithBacking(toFloat32(x64.Float64s())))
+			mem = tensor.New(tensor.WithShape(2, T+7, 6), tensor.WithBacking(toFloat32(mem64.Float64s())))
+		}
+		for i, cfg := range []AttentionConfig{
+			{Dim: 8, Heads: 2, RandomFeatures: 32, Causal: true},
+			{Dim: 8, Heads: 2, RandomFeatures: 16, Kernel: Gaussian{}, Bandwidth: BandwidthConfig{Mode: BandwidthHead, Init: 1.5}, KVDim: 6},
+			{Dim: 8, Heads: 1, RandomFeatures: 24, Kernel: Gaussian{}, Bandwidth: BandwidthConfig{Mode: BandwidthLayer, Init: 2}, Causal: true},
+			{Dim: 8, Heads: 2, RandomFeatures: 8, Bandwidth: BandwidthConfig{Mode: BandwidthHead}, Rotary: true, Causal: true},
+		} {
+			run := func(composed bool) (out []float64, grads [][]float64) {
+				ps, err := autodiff.NewParams(dt, 11)
+				if err != nil {
+					t.Fatal(err)
+				}
+				a, err := NewKernelAttention(ps.Root(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jit := rand.New(rand.NewPCG(4, 4))
+				for _, p := range ps.List() {
+					for i := range p.Size() {
+						p.SetAt(i, p.At(i)+0.1*jit.NormFloat64())
+					}
+				}
+				cross := cfg.KVDim > 0
+				mod := autodiff.NewModel(ps, func(g *autodiff.Graph) (autodiff.Outputs, error) {
+					xn, mn := g.Input("x"), g.Input("x")
+					var opt AttendOptions
+					if cross {
+						mn = g.Input("mem")
+						opt.KeyMask = g.ConstTensor([]int{2, T + 7}, keyMask)
+					}
+					var y *autodiff.Node
+					if composed {
+						y = composedFeatureAttend(g, a, xn, mn, opt)
+					} else {
+						y = a.Attend(g, xn, mn, opt)
+					}
+					return autodiff.Outputs{Loss: projectLoss(g, y), Values: map[string]*autodiff.Node{"y": y}}, g.Err()
+				}, 1)
+				res, err := mod.Run(map[string]*tensor.Dense{"x": x, "mem": mem}, autodiff.RunMode{Backward: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				y := res.Values["y"]
+				for j := range y.Shape().TotalSize() {
+					if dt == autodiff.Float32 {
+						out = append(out, float64(y.Float32s()[j]))
+					} else {
+						out = append(out, y.Float64s()[j])
+					}
+				}
+				for _, p := range ps.List() {
+					g := make([]float64, p.Size())
+					for j := range g {
+						g[j] = p.GradAt(j)
+					}
+					grads = append(grads, g)
+				}
+				return out, grads
+			}
+			want, wantG := run(true)
+			got, gotG := run(false)
+			dOut, dGrad := maxRelDiff(got, want), 0.0
+			for j := range wantG {
+				dGrad = max(dGrad, maxRelDiff(gotG[j], wantG[j]))
+			}
+			tol := 1e-10
+			if dt == autodiff.Float32 {
+				tol = 1e-4
+			}
+			t.Logf("%v case %d: max |Δ| / max |x|: output %.3g, gradients %.3g", dt, i, dOut, dGrad)
+			if dOut > tol || dGrad > tol {
+				t.Errorf("%v case %d (%+v): fused vs composed: output %.3g, gradients %.3g of the largest entry, want <= %g", dt, i, cfg, dOut, dGrad, tol)
+			}
+		}
+	}
+}
