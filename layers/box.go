@@ -1,6 +1,8 @@
 package layers
 
 import (
+	"fmt"
+
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/onnx"
 )
@@ -75,3 +77,15 @@ func (Box) ONNXPositionScores(*onnx.Graph, ONNXPositions) string { return "" }
 
 // RelativeScores returns nil: a box is all mask.
 func (Box) RelativeScores(*autodiff.Graph, int, int, int) *autodiff.Node { return nil }
+
+// CheckWindow reports a window of k's box kernels wider than a sequence of maxLen
+// positions: window(W) keeps |t − s| < W, so with W > maxLen it hides no key and the
+// spec asks for a sparsity it cannot have.
+func CheckWindow(k ContentKernel, maxLen int) error {
+	for _, f := range positionFactors(k) {
+		if b, ok := f.(Box); ok && b.Window > maxLen {
+			return fmt.Errorf("kernel %s: window(%d) is wider than the sequence (%d positions), so it hides no key; use a window of at most %d or none", k.Name(), b.Window, maxLen, maxLen)
+		}
+	}
+	return nil
+}

@@ -51,7 +51,8 @@ func TestEveryKernelFormTrainsResumesEvals(t *testing.T) {
 	runs = append(runs, run{"mixture(exponential, laplacian) * causal * distance(0.5)", "head"})
 	for _, r := range runs {
 		dir := filepath.Join(t.TempDir(), "run")
-		args := append([]string{"-kernel", r.kernel, "-bandwidth", r.bandwidth}, tinyModel...)
+		// -seqlen 16: the examples' window(16) may not be wider than the sequence
+		args := append(append([]string{"-kernel", r.kernel, "-bandwidth", r.bandwidth}, tinyModel...), "-seqlen", "16")
 		if code, _, stderr := runCLI(t, append([]string{"train", "-steps", "25", "-out", dir}, args...)...); code != 0 {
 			t.Errorf("%s, %s: train: exit %d\n%s", r.kernel, r.bandwidth, code, stderr)
 			continue

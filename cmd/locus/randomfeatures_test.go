@@ -8,8 +8,9 @@ import (
 )
 
 // TestRandomFeaturesCharLM trains a character LM with 64 random features for 20 steps,
-// resumes it (refusing another m), evaluates and samples it, and checks the refusals of
-// bad values and incompatible kernels and bandwidths.
+// resumes it (refusing another m), evaluates and samples it (past its 16 positions: the
+// recurrent state re-primed from the window), and checks the refusals of bad values,
+// incompatible kernels and bandwidths, and a window wider than the sequence.
 func TestRandomFeaturesCharLM(t *testing.T) {
 	dir := t.TempDir()
 	text := filepath.Join(dir, "text.txt")
@@ -45,6 +46,9 @@ func TestRandomFeaturesCharLM(t *testing.T) {
 		{[]string{"-random-features", "0"}, "-random-features must be > 0, got 0"},
 		{[]string{"-random-features", "-3"}, "-random-features must be > 0, got -3"},
 		{[]string{"-random-features", "8", "-kernel", "laplacian"}, "random features need the exponential or gaussian kernel, not laplacian"},
+		{[]string{"-random-features", "8", "-kernel", "epanechnikov"}, "random features need the exponential or gaussian kernel, not epanechnikov"},
+		{[]string{"-random-features", "8", "-kernel", "mixture(exponential, gaussian)"}, "random features need the exponential or gaussian kernel, not mixture(exponential, gaussian)"},
+		{[]string{"-kernel", "exponential * window(17)"}, "window(17) is wider than the sequence (16 positions)"},
 		{[]string{"-random-features", "8", "-kernel", "exponential * window(4)"}, "random features take no position kernel but causal"},
 		{[]string{"-random-features", "8", "-bandwidth", "query"}, "a per-query or kNN bandwidth breaks the factorisation"},
 		{[]string{"-random-features", "8", "-bandwidth", "knn"}, "a per-query or kNN bandwidth breaks the factorisation"},

@@ -152,6 +152,9 @@ func (c Config) Validate() error {
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("transformer: dropout %g, want 0 <= p < 1", c.Dropout)
 	}
+	if err := layers.CheckWindow(c.Kernel.Value(), c.MaxLen); err != nil {
+		return fmt.Errorf("transformer: %w", err)
+	}
 	for _, v := range []encoding.TextMarshaler{c.Bandwidth, c.Positions, c.Activation, c.Init, c.Tiling} {
 		if _, err := v.MarshalText(); err != nil {
 			return fmt.Errorf("transformer: %w", err)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -180,5 +181,20 @@ func TestRecurrentStateConstant(t *testing.T) {
 	}
 	if x10, x100 := held(xgen, 10), held(xgen, 100); x100 <= x10 {
 		t.Errorf("exact key/value cache after 10 tokens %d values, after 100 %d; want growth", x10, x100)
+	}
+}
+
+// TestWindowWiderThanSequence: a window wider than MaxLen hides no key and is refused by
+// Config.Validate with one line naming the window; one of MaxLen positions is accepted.
+func TestWindowWiderThanSequence(t *testing.T) {
+	cfg := DefaultConfig(ArchLM, 11, 16)
+	cfg.Kernel = layers.MustParseKernelSpec("exponential * window(17)")
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "window(17) is wider than the sequence (16 positions)") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("window(17), max_len 16: %v", err)
+	}
+	cfg.Kernel = layers.MustParseKernelSpec("gaussian * causal * window(16)")
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("window(16), max_len 16: %v", err)
 	}
 }
