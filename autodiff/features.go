@@ -26,6 +26,10 @@ type FeatureOptions struct {
 	// n / Heads (0 marks padding). Heads 0 means 1.
 	KeyMask *Node
 	Heads   int
+	// HeadsInFeatures takes q [B, Tq, H·d], k [B, Tk, H·d] and v [B, Tk, H·dv] and returns
+	// [B, Tq, H·dv], head j in feature columns j·d..(j+1)·d−1 (no head split or merge
+	// copies); N = B·H in the shapes above.
+	HeadsInFeatures bool
 }
 
 // RandomFeatureAttention is the local mean of v [N, Tk, dv] at queries q [N, Tq, d] and
@@ -45,6 +49,9 @@ func (g *Graph) RandomFeatureAttention(q, k, v *Node, opt FeatureOptions) *Node 
 		return nil
 	}
 	d := q.n.Shape()[len(q.n.Shape())-1]
+	if opt.HeadsInFeatures && opt.Heads > 0 {
+		d /= opt.Heads
+	}
 	if opt.M <= 0 || len(opt.Features) != opt.M*d {
 		return g.failf("RandomFeatureAttention: %d feature values for m = %d rows of width %d", len(opt.Features), opt.M, d)
 	}
@@ -60,7 +67,7 @@ func (g *Graph) RandomFeatureAttention(q, k, v *Node, opt FeatureOptions) *Node 
 	fk := &featureKernel{
 		w64: append([]float64(nil), opt.Features...), m: opt.M, d: d,
 		coef: opt.KeyCoef, shift: opt.KeyShift, causal: opt.Causal, offset: opt.Offset,
-		heads: max(opt.Heads, 1), masked: opt.KeyMask != nil, wHash: h.Sum64(),
+		heads: max(opt.Heads, 1), masked: opt.KeyMask != nil, wHash: h.Sum64(), inFeatures: opt.HeadsInFeatures,
 	}
 	fk.w32 = make([]float32, len(fk.w64))
 	for i, x := range fk.w64 {
@@ -81,6 +88,7 @@ type featureKernel struct {
 	offset       int
 	heads        int
 	masked       bool
+	inFeatures   bool
 	wHash        uint64
 	den          []float64 // per query row of the last forward pass
 	grads        []*tensor.Dense
@@ -89,8 +97,8 @@ type featureKernel struct {
 
 func (k *featureKernel) opName() string { return "RandomFeatureAttention" }
 func (k *featureKernel) hashAttrs() string {
-	return fmt.Sprintf("{m:%d,d:%d,w:%x,coef:%g,shift:%g,causal:%v,offset:%d,heads:%d,mask:%v}",
-		k.m, k.d, k.wHash, k.coef, k.shift, k.causal, k.offset, k.heads, k.masked)
+	return fmt.Sprintf("{m:%d,d:%d,w:%x,coef:%g,shift:%g,causal:%v,offset:%d,heads:%d,mask:%v,infeatures:%v}",
+		k.m, k.d, k.wHash, k.coef, k.shift, k.causal, k.offset, k.heads, k.masked, k.inFeatures)
 }
 func (k *featureKernel) arity() int { return 3 + b2i(k.masked) }
 func (k *featureKernel) diffWRT() []bool {
@@ -99,12 +107,16 @@ func (k *featureKernel) diffWRT() []bool {
 func (k *featureKernel) floatInputs() []bool { return []bool{true, true, true, true}[:k.arity()] }
 func (k *featureKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
 	q, kk, v := in[0], in[1], in[2]
-	if q.Dims() != 3 || kk.Dims() != 3 || v.Dims() != 3 || q[0] != kk[0] || kk[0] != v[0] || q[2] != k.d || kk[2] != k.d || kk[1] != v[1] {
-		return nil, fmt.Errorf("queries %v, keys %v and values %v, want [N, Tq, %d], [N, Tk, %d] and [N, Tk, dv]", q, kk, v, k.d, k.d)
+	w, heads := k.d, 1 // query and key width, heads per row
+	if k.inFeatures {
+		w, heads = k.d*k.heads, k.heads
+	}
+	if q.Dims() != 3 || kk.Dims() != 3 || v.Dims() != 3 || q[0] != kk[0] || kk[0] != v[0] || q[2] != w || kk[2] != w || kk[1] != v[1] || v[2]%heads != 0 {
+		return nil, fmt.Errorf("queries %v, keys %v and values %v, want [N, Tq, %d], [N, Tk, %d] and [N, Tk, dv·%d]", q, kk, v, w, w, heads)
 	}
 	if k.masked {
-		if km := in[3]; km.Dims() != 2 || km[0]*k.heads != q[0] || km[1] != kk[1] {
-			return nil, fmt.Errorf("key mask %v, want [%d, %d] (N / heads, Tk)", km, q[0]/k.heads, kk[1])
+		if km := in[3]; km.Dims() != 2 || km[0]*k.heads != q[0]*heads || km[1] != kk[1] {
+			return nil, fmt.Errorf("key mask %v, want [%d, %d] (batch, Tk)", km, q[0]*heads/k.heads, kk[1])
 		}
 	}
 	return tensor.Shape{q[0], q[1], v[2]}, nil
@@ -124,11 +136,26 @@ type featureArgs[T float] struct {
 	gq, gk, gv             []T // backward only
 }
 
-type featureDims struct{ n, tq, tk, d, dv, m int }
+// featureDims are the sizes of one call: n sequences (problems) of tq queries and tk keys
+// of width d (values dv) per head, rows lq (queries, keys) and lv (values, output) apart;
+// with heads > 0 the heads share rows ([B, T, H·d], problem p = b·heads + h).
+type featureDims struct{ n, tq, tk, d, dv, m, lq, lv, heads int }
 
 func (k *featureKernel) dims(in []*tensor.Dense) featureDims {
 	qs, vs := in[0].Shape(), in[2].Shape()
-	return featureDims{n: qs[0], tq: qs[1], tk: vs[1], d: qs[2], dv: vs[2], m: k.m}
+	if k.inFeatures {
+		h := k.heads
+		return featureDims{n: qs[0] * h, tq: qs[1], tk: vs[1], d: k.d, dv: vs[2] / h, m: k.m, lq: qs[2], lv: vs[2], heads: h}
+	}
+	return featureDims{n: qs[0], tq: qs[1], tk: vs[1], d: qs[2], dv: vs[2], m: k.m, lq: qs[2], lv: vs[2]}
+}
+
+// off returns where problem p's rows start in a tensor of rows × width per head, ld apart.
+func (d featureDims) off(p, rows, width, ld int) int {
+	if d.heads > 0 {
+		return (p/d.heads)*rows*ld + (p%d.heads)*width
+	}
+	return p * rows * width
 }
 
 func (k *featureKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
@@ -201,9 +228,10 @@ func featureSweep[T float](k *featureKernel, d featureDims, mm gemmFunc[T], w []
 			rowSums = make([]float64, d.tk)
 		}
 		for n := lo; n < hi; n++ {
-			q, kk, v := a.q[n*d.tq*d.d:][:d.tq*d.d], a.k[n*d.tk*d.d:][:d.tk*d.d], a.v[n*d.tk*d.dv:][:d.tk*d.dv]
+			qb, kb := d.off(n, d.tq, d.d, d.lq), d.off(n, d.tk, d.d, d.lq)
+			vb, ob := d.off(n, d.tk, d.dv, d.lv), d.off(n, d.tq, d.dv, d.lv)
 			// φ(q) = softmax(Wq) per row
-			mm(false, true, d.tq, m, d.d, 1, q, d.d, w, d.d, 0, pq, m)
+			mm(false, true, d.tq, m, d.d, 1, a.q[qb:], d.lq, w, d.d, 0, pq, m)
 			for t := range d.tq {
 				row := pq[t*m:][:m]
 				mx := math.Inf(-1)
@@ -221,10 +249,10 @@ func featureSweep[T float](k *featureKernel, d featureDims, mm gemmFunc[T], w []
 				}
 			}
 			// φ(k) = exp(Wk + coef·‖k‖² − shift), times the key mask
-			mm(false, true, d.tk, m, d.d, 1, kk, d.d, w, d.d, 0, pk, m)
+			mm(false, true, d.tk, m, d.d, 1, a.k[kb:], d.lq, w, d.d, 0, pk, m)
 			for s := range d.tk {
 				var n2 float64
-				for _, x := range kk[s*d.d:][:d.d] {
+				for _, x := range a.k[kb+s*d.lq:][:d.d] {
 					n2 += float64(x) * float64(x)
 				}
 				c := k.coef*n2 - k.shift
@@ -236,29 +264,28 @@ func featureSweep[T float](k *featureKernel, d featureDims, mm gemmFunc[T], w []
 				for j, x := range row {
 					row[j] = T(scale * math.Exp(float64(x)+c))
 				}
-				copy(v1[s*dv1:], v[s*d.dv:][:d.dv])
+				copy(v1[s*dv1:], a.v[vb+s*d.lv:][:d.dv])
 				v1[s*dv1+d.dv] = 1
 			}
 			den := k.den[n*d.tq:][:d.tq]
-			out := a.out[n*d.tq*d.dv:][:d.tq*d.dv]
 			if !grad {
 				causalLinearFwdRows(pq, pk, v1, nil, o, d.tq, m, d.tk, dv1, off, 0, 1)
 				for t := range d.tq {
 					den[t] = float64(o[t*dv1+d.dv]) + 1e-30
-					for c := range d.dv {
-						out[t*d.dv+c] = T(float64(o[t*dv1+c]) / den[t])
+					out := a.out[ob+t*d.lv:][:d.dv]
+					for c := range out {
+						out[c] = T(float64(o[t*dv1+c]) / den[t])
 					}
 				}
 				continue
 			}
 			// ∂L/∂num = g/den, ∂L/∂den = −(g·out)/den, into o as the gradient of [num, den]
-			g := a.gout[n*d.tq*d.dv:][:d.tq*d.dv]
 			for t := range d.tq {
+				g, out := a.gout[ob+t*d.lv:][:d.dv], a.out[ob+t*d.lv:][:d.dv]
 				var dot float64
-				for c := range d.dv {
-					gc := float64(g[t*d.dv+c])
-					o[t*dv1+c] = T(gc / den[t])
-					dot += gc * float64(out[t*d.dv+c])
+				for c, gc := range g {
+					o[t*dv1+c] = T(float64(gc) / den[t])
+					dot += float64(gc) * float64(out[c])
 				}
 				o[t*dv1+d.dv] = T(-dot / den[t])
 			}
@@ -276,9 +303,8 @@ func featureSweep[T float](k *featureKernel, d featureDims, mm gemmFunc[T], w []
 					gp[j] = T(float64(p[j]) * (float64(gp[j]) - dot))
 				}
 			}
-			mm(false, false, d.tq, d.d, m, 1, gpq, m, w, d.d, 0, a.gq[n*d.tq*d.d:], d.d)
+			mm(false, false, d.tq, d.d, m, 1, gpq, m, w, d.d, 0, a.gq[qb:], d.lq)
 			// exp: ∂L/∂e = φ(k) ⊙ ∂L/∂φ(k); e = Wk + coef·‖k‖² − shift
-			gk := a.gk[n*d.tk*d.d:][:d.tk*d.d]
 			for s := range d.tk {
 				p, gp := pk[s*m:][:m], gpk[s*m:][:m]
 				var sum float64
@@ -289,13 +315,14 @@ func featureSweep[T float](k *featureKernel, d featureDims, mm gemmFunc[T], w []
 				}
 				rowSums[s] = sum
 			}
-			mm(false, false, d.tk, d.d, m, 1, gpk, m, w, d.d, 0, gk, d.d)
+			mm(false, false, d.tk, d.d, m, 1, gpk, m, w, d.d, 0, a.gk[kb:], d.lq)
 			for s := range d.tk {
 				f := 2 * k.coef * rowSums[s]
-				for c := range d.d {
-					gk[s*d.d+c] += T(f * float64(kk[s*d.d+c]))
+				gk, kk := a.gk[kb+s*d.lq:][:d.d], a.k[kb+s*d.lq:][:d.d]
+				for c := range gk {
+					gk[c] += T(f * float64(kk[c]))
 				}
-				copy(a.gv[(n*d.tk+s)*d.dv:][:d.dv], gv1[s*dv1:][:d.dv])
+				copy(a.gv[vb+s*d.lv:][:d.dv], gv1[s*dv1:][:d.dv])
 			}
 		}
 	})

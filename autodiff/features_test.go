@@ -184,3 +184,69 @@ func TestRandomFeatureAttentionValues(t *testing.T) {
 		}
 	}
 }
+
+// splitHeadsDense maps [B, T, H·d] to [B·H, T, d].
+func splitHeadsDense(x *tensor.Dense, h int) *tensor.Dense {
+	s := x.Shape()
+	b, t, d := s[0], s[1], s[2]/h
+	src, out := x.Float64s(), make([]float64, x.Shape().TotalSize())
+	for i := range b {
+		for j := range h {
+			for r := range t {
+				copy(out[((i*h+j)*t+r)*d:][:d], src[(i*t+r)*s[2]+j*d:][:d])
+			}
+		}
+	}
+	return tensor.New(tensor.WithShape(b*h, t, d), tensor.WithBacking(out))
+}
+
+// TestRandomFeatureAttentionInFeatures checks the [B, T, H·d] layout: gradients by finite
+// differences (float64) and values equal to the split-heads layout's.
+func TestRandomFeatureAttentionInFeatures(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	const b, h, m, d, dv = 2, 2, 5, 3, 2
+	for _, c := range featureCases {
+		opt := featureOpts(rng, m, d)
+		opt.Causal, opt.Offset, opt.Heads = c.causal, c.off, h
+		q, k, v := randTensor(rng, 1, b, c.tq, h*d), randTensor(rng, 1, b, c.tk, h*d), randTensor(rng, 1, b, c.tk, h*dv)
+		in := map[string]*tensor.Dense{}
+		if c.masked {
+			km := make([]float64, b*c.tk)
+			for i := range km {
+				km[i] = float64((i + 1) % 2)
+			}
+			in["km"] = tensor.New(tensor.WithShape(b, c.tk), tensor.WithBacking(km))
+		}
+		op := func(g *Graph, q, k, v *Node, inFeatures bool) *Node {
+			o := opt
+			o.HeadsInFeatures = inFeatures
+			if c.masked {
+				o.KeyMask = g.Input("km")
+			}
+			return g.RandomFeatureAttention(q, k, v, o)
+		}
+		name := fmt.Sprintf("RandomFeatureAttention in features %+v", c)
+		checkOp(t, name, map[string]*tensor.Dense{"q": q, "k": k, "v": v}, in, func(g *Graph, p map[string]*Node) *Node {
+			return op(g, p["q"], p["k"], p["v"], true)
+		}, GradCheck{ATol: 1e-7, RTol: 1e-5})
+		ps, _ := NewParams(Float64, 0)
+		mod := NewModel(ps, func(g *Graph) (Outputs, error) {
+			return Outputs{Values: map[string]*Node{
+				"in":    op(g, g.Input("q"), g.Input("k"), g.Input("v"), true),
+				"split": op(g, g.Input("qs"), g.Input("ks"), g.Input("vs"), false),
+			}}, g.Err()
+		}, 0)
+		in["q"], in["k"], in["v"] = q, k, v
+		in["qs"], in["ks"], in["vs"] = splitHeadsDense(q, h), splitHeadsDense(k, h), splitHeadsDense(v, h)
+		res, err := mod.Forward(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := splitHeadsDense(res.Values["in"], h).Float64s(), res.Values["split"].Float64s()
+		for i := range want {
+			if math.Abs(got[i]-want[i]) > 1e-13 {
+				t.Fatalf("%s: [%d] %g, split heads %g", name, i, got[i], want[i])
+			}
+		}
+	}
+}

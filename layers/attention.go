@@ -249,6 +249,9 @@ func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt A
 	if a.cfg.RandomFeatures == 0 && a.inFeatures() {
 		return a.attendFused(g, x, mem, opt)
 	}
+	if a.cfg.RandomFeatures > 0 && a.bw.cfg.Mode == BandwidthFixed && !a.cfg.Rotary {
+		return a.attendFeatures(g, x, mem, opt)
+	}
 	k, v := a.KeysValues(g, mem, 0)
 	return a.AttendKV(g, x, k, v, opt)
 }
@@ -283,22 +286,10 @@ func (a *KernelAttention) inFeatures() bool {
 // KeysValues followed by AttendKV, computed by autodiff's Attention (standard attention),
 // KernelAttention or TiledLocalMean without head split or merge copies.
 func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if !ready(g, "kernel attention", a.scope, x, mem) {
+	if !a.checkAttend(g, x, mem, opt) {
 		return nil
 	}
 	xs, ms := x.Shape(), mem.Shape()
-	if len(ms) != 3 || ms[2] != a.cfg.KVDim {
-		return fail(g, "kernel attention", a.scope, "keys/values input %v, want [B, Tk, %d]", ms, a.cfg.KVDim)
-	}
-	if len(xs) != 3 || xs[2] != a.cfg.Dim {
-		return fail(g, "kernel attention", a.scope, "query input %v, want [B, Tq, %d]", xs, a.cfg.Dim)
-	}
-	if xs[0] != ms[0] {
-		return fail(g, "kernel attention", a.scope, "keys/values input %v, want batch %d for queries %v", ms, xs[0], xs)
-	}
-	if opt.Offset < 0 {
-		return fail(g, "kernel attention", a.scope, "negative offset %d", opt.Offset)
-	}
 	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
 	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
 	if a.standard() && !a.tiles(g, ms[1]) {
@@ -310,6 +301,38 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	mask = restrictMask(a.Kernel, mask)
 	h := a.bw.fusedWidth(g, x, q, k, opt.KeyMask, mask, xs[0], xs[1], true)
 	return a.O.Forward(g, a.pairMean(g, pk, q, k, v, h, opt, mask, xs[0], xs[1], ms[1], true))
+}
+
+// attendFeatures is Attend for random features at a fixed bandwidth without rotary
+// positions: the same function as KeysValues followed by AttendKV, computed on the
+// [B, T, Dim] layout (no head split or merge copies) with the bandwidth folded into the
+// feature rows, one RandomFeatureAttention op between the q, k, v maps and the o map.
+func (a *KernelAttention) attendFeatures(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	if !a.checkAttend(g, x, mem, opt) {
+		return nil
+	}
+	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
+	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Offset: opt.Offset})
+	return a.O.Forward(g, g.RandomFeatureAttention(q, k, v, a.featureOptions(a.bw.h0, mask, opt, true)))
+}
+
+// checkAttend checks the inputs of an attention call on the [B, T, Dim] layout.
+func (a *KernelAttention) checkAttend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) bool {
+	if !ready(g, "kernel attention", a.scope, x, mem) {
+		return false
+	}
+	xs, ms := x.Shape(), mem.Shape()
+	switch {
+	case len(ms) != 3 || ms[2] != a.cfg.KVDim:
+		fail(g, "kernel attention", a.scope, "keys/values input %v, want [B, Tk, %d]", ms, a.cfg.KVDim)
+	case len(xs) != 3 || xs[2] != a.cfg.Dim:
+		fail(g, "kernel attention", a.scope, "query input %v, want [B, Tq, %d]", xs, a.cfg.Dim)
+	case xs[0] != ms[0]:
+		fail(g, "kernel attention", a.scope, "keys/values input %v, want batch %d for queries %v", ms, xs[0], xs)
+	case opt.Offset < 0:
+		fail(g, "kernel attention", a.scope, "negative offset %d", opt.Offset)
+	}
+	return g.Err() == nil
 }
 
 // pairMean is the local mean under a kernel that autodiff evaluates pair by pair

@@ -236,13 +236,30 @@ func featureMean(g *autodiff.Graph, out *autodiff.Node) *autodiff.Node {
 // the backward pass instead of keeping them; featureMaps, withOnes and featureMean are the
 // same function op by op (the recurrent decoding step uses them).
 func (a *KernelAttention) randomFeatureMean(g *autodiff.Graph, q, k, v *autodiff.Node, hq, hk Width, opt AttendOptions, mask autodiff.Mask) *autodiff.Node {
-	pow, coef, c := a.featureConstants()
+	if hq.Node == nil && hk.Node == nil && hq.Value == hk.Value {
+		return g.RandomFeatureAttention(q, k, v, a.featureOptions(hq.Value, mask, opt, false))
+	}
+	pow, _, _ := a.featureConstants()
 	qs, ks := scaleWidth(g, q, hq, pow), scaleWidth(g, k, hk, pow)
 	if g.Err() != nil {
 		return nil
 	}
-	return g.RandomFeatureAttention(qs, ks, v, autodiff.FeatureOptions{
-		Features: a.rf, M: a.cfg.RandomFeatures, KeyCoef: coef, KeyShift: c,
+	return g.RandomFeatureAttention(qs, ks, v, a.featureOptions(1, mask, opt, false))
+}
+
+// featureOptions returns the options of RandomFeatureAttention for queries and keys at
+// the fixed bandwidth h (1 when they come scaled): h^−pow scales the feature rows, and
+// h^−2pow the keys' squared-norm coefficient, as if q and k were divided by h^pow.
+func (a *KernelAttention) featureOptions(h float64, mask autodiff.Mask, opt AttendOptions, inFeatures bool) autodiff.FeatureOptions {
+	pow, coef, c := a.featureConstants()
+	s := math.Pow(h, -pow)
+	w := make([]float64, len(a.rf))
+	for i, x := range a.rf {
+		w[i] = s * x
+	}
+	return autodiff.FeatureOptions{
+		Features: w, M: a.cfg.RandomFeatures, KeyCoef: coef * s * s, KeyShift: c,
 		Causal: mask.Causal, Offset: mask.Offset, KeyMask: opt.KeyMask, Heads: a.Heads,
-	})
+		HeadsInFeatures: inFeatures,
+	}
 }

@@ -164,7 +164,8 @@ func composedFeatureAttend(g *autodiff.Graph, a *KernelAttention, x, mem *autodi
 // TestRandomFeatureFusedMatchesComposed checks that the fused op (RandomFeatureAttention)
 // computes what the op-by-op composition computes, output and every parameter gradient,
 // in float64 and float32, at T = 100 (causal self-attention, padded cross-attention, both
-// kernels, fixed, per-layer and per-head bandwidths, rotary positions).
+// kernels, fixed, per-layer and per-head bandwidths, rotary positions; the fixed
+// bandwidths without rotary positions take the [B, T, Dim] layout, attendFeatures).
 func TestRandomFeatureFusedMatchesComposed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	const T = 100
@@ -184,6 +185,8 @@ func TestRandomFeatureFusedMatchesComposed(t *testing.T) {
 			{Dim: 8, Heads: 2, RandomFeatures: 16, Kernel: Gaussian{}, Bandwidth: BandwidthConfig{Mode: BandwidthHead, Init: 1.5}, KVDim: 6},
 			{Dim: 8, Heads: 1, RandomFeatures: 24, Kernel: Gaussian{}, Bandwidth: BandwidthConfig{Mode: BandwidthLayer, Init: 2}, Causal: true},
 			{Dim: 8, Heads: 2, RandomFeatures: 8, Bandwidth: BandwidthConfig{Mode: BandwidthHead}, Rotary: true, Causal: true},
+			{Dim: 8, Heads: 2, RandomFeatures: 16, Kernel: Gaussian{}, Bandwidth: BandwidthConfig{Init: 1.7}, KVDim: 6},
+			{Dim: 8, Heads: 4, RandomFeatures: 16, Kernel: Product{Content: Gaussian{}, Position: Box{Causal: true}}},
 		} {
 			run := func(composed bool) (out []float64, grads [][]float64) {
 				ps, err := autodiff.NewParams(dt, 11)
