@@ -1,21 +1,48 @@
 #!/bin/sh
-# Length sweep of the char-LM train step (d=64, 4 heads, 2 layers, batch 8): exact attention
-# with the stored weights and tiled, and windowed attention (exponential * window(128)),
-# each run in its own process so that peak RSS is its own. Usage: bench/seqlen_sweep.sh
-# [lengths...]; prints one JSON line per run (locus bench -json).
+# Length sweep of the char-LM train step (d=64, 4 heads, 2 layers, batch 8), each run in
+# its own process so that peak RSS is its own; prints one JSON line per run (locus bench
+# -json). Usage: bench/seqlen_sweep.sh [lengths...] (default 256 ... 8192).
+#
+# SWEEP=attention (the default): exact attention, windowed attention
+# (exponential * window(128)) and random features (m = 64), each with the default
+# tiling choice (auto). T = 8192 exact runs 1 step without warm-up (about a minute of CPU).
+# SWEEP=tiling: exact and windowed attention with the stored weights (-tiling never, up
+# to T = 2048) and tiled (-tiling always).
 set -e
-go build -o /tmp/locus-sweep ./cmd/locus
+bin=$(mktemp -d /tmp/locus-sweep-XXXX)/locus
+go build -o "$bin" ./cmd/locus
 lengths=${*:-256 512 1024 2048 4096 8192}
+run() { # T steps warmup flags...
+	T=$1 steps=$2 warmup=$3
+	shift 3
+	"$bin" bench -workload charlm -seqlen "$T" -batch 8 -steps "$steps" -warmup "$warmup" -json "$@"
+}
 for T in $lengths; do
 	steps=5
 	[ "$T" -ge 2048 ] && steps=3
 	[ "$T" -ge 4096 ] && steps=2
-	for kernel in exponential "exponential * window(128)"; do
-		for tiling in never always; do
-			# The stored weights need B·H·T² floats per layer (about 14 GB at T=4096).
-			[ "$tiling" = never ] && [ "$T" -gt 2048 ] && continue
-			/tmp/locus-sweep bench -workload charlm -seqlen "$T" -batch 8 -steps $steps -warmup 1 \
-				-kernel "$kernel" -tiling $tiling -json
+	case ${SWEEP:-attention} in
+	attention)
+		if [ "$T" -ge 8192 ]; then
+			run "$T" 1 0
+		else
+			run "$T" $steps 1
+		fi
+		run "$T" $steps 1 -kernel "exponential * window(128)"
+		run "$T" $steps 1 -random-features 64
+		;;
+	tiling)
+		for kernel in exponential "exponential * window(128)"; do
+			for tiling in never always; do
+				# The stored weights need B·H·T² floats per layer (about 14 GB at T=4096).
+				[ "$tiling" = never ] && [ "$T" -gt 2048 ] && continue
+				run "$T" $steps 1 -kernel "$kernel" -tiling $tiling
+			done
 		done
-	done
+		;;
+	*)
+		echo "SWEEP=$SWEEP: want attention or tiling" >&2
+		exit 2
+		;;
+	esac
 done
