@@ -12,10 +12,10 @@ set -e
 bin=$(mktemp -d /tmp/locus-sweep-XXXX)/locus
 go build -o "$bin" ./cmd/locus
 lengths=${*:-256 512 1024 2048 4096 8192}
-run() { # T steps warmup flags...
-	T=$1 steps=$2 warmup=$3
+run() { # T steps warmup flags... (sh has no local variables: _-names, not the loop's)
+	_t=$1 _steps=$2 _warmup=$3
 	shift 3
-	"$bin" bench -workload charlm -seqlen "$T" -batch 8 -steps "$steps" -warmup "$warmup" -json "$@"
+	"$bin" bench -workload charlm -seqlen "$_t" -batch 8 -steps "$_steps" -warmup "$_warmup" -json "$@"
 }
 for T in $lengths; do
 	steps=5
