@@ -214,6 +214,9 @@ func (a *KernelAttention) featureConstants() (pow, coef, c float64) {
 // withOnes returns v [N, T, dv] extended by a column of ones, [N, T, dv+1]: the feature
 // sums of its last column are the local mean's denominators.
 func withOnes(g *autodiff.Graph, v *autodiff.Node) *autodiff.Node {
+	if !ready(g, "random features", "", v) {
+		return nil
+	}
 	vs := v.Shape()
 	return g.Concat(2, v, g.ConstTensor([]int{vs[0], vs[1], 1}, ones(vs[0]*vs[1])))
 }
@@ -221,6 +224,9 @@ func withOnes(g *autodiff.Graph, v *autodiff.Node) *autodiff.Node {
 // featureMean divides the numerators out [N, Tq, dv+1] (last column: the denominators)
 // into the local mean [N, Tq, dv].
 func featureMean(g *autodiff.Graph, out *autodiff.Node) *autodiff.Node {
+	if !ready(g, "random features", "", out) {
+		return nil
+	}
 	os := out.Shape()
 	n, tq, dv := os[0], os[1], os[2]-1
 	num := g.Slice(out, 2, 0, dv)

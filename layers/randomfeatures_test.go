@@ -133,6 +133,9 @@ func TestRandomFeatureConverges(t *testing.T) {
 // (causal) or two batched products, then the normalisation.
 func composedFeatureAttend(g *autodiff.Graph, a *KernelAttention, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
 	k, v := a.KeysValues(g, mem, 0)
+	if g.Err() != nil {
+		return nil
+	}
 	xs := x.Shape()
 	b, tq, tk := xs[0], xs[1], k.Shape()[1]
 	q := a.splitHeads(g, a.Q.Forward(g, x))
