@@ -32,7 +32,7 @@ type Builder func(g *Graph) (Outputs, error)
 
 // Model runs a Builder's graph on concrete inputs. It hides gorgonia's lifecycle: it
 // compiles one graph and one machine per input signature (so a last partial batch or a
-// different sequence length just works), binds parameters and inputs, resets the machine,
+// different sequence length just works; the 32 most recently used are kept), binds parameters and inputs, resets the machine,
 // copies results out before the backward pass can clobber them, and adds gradients into
 // each Param's gradient.
 //
@@ -45,9 +45,9 @@ type Model struct {
 	build  Builder
 	rng    *rand.Rand
 	pcg    *rand.PCG
-	cache  map[string]*compiled
-	shards int                   // SetShards
-	plans  map[string]*shardPlan // by input signature, for runs as parts
+	cache  signatureCache[*compiled]
+	shards int                        // SetShards
+	plans  signatureCache[*shardPlan] // by input signature, for runs as parts
 	// undeclared is set once a graph of the builder declared no Batch: later signatures
 	// run whole without building a part to find out again
 	undeclared bool
@@ -59,7 +59,7 @@ type Model struct {
 // NewModel returns a model over params built by build. seed drives dropout masks.
 func NewModel(params *Params, build Builder, seed uint64) *Model {
 	pcg := rand.NewPCG(seed, 0xda3e39cb94b95bdb)
-	return &Model{params: params, build: build, pcg: pcg, rng: rand.New(pcg), cache: map[string]*compiled{}, plans: map[string]*shardPlan{}}
+	return &Model{params: params, build: build, pcg: pcg, rng: rand.New(pcg), cache: newSignatureCache[*compiled](), plans: newSignatureCache[*shardPlan]()}
 }
 
 // Params returns the model's parameter registry.
@@ -187,25 +187,25 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 	}
 	m.key, m.names = signature(m.key, m.names, inputs, mode)
 	if parts, examples := m.partsFor(inputs, mode); parts > 1 && !m.undeclared {
-		p, ok := m.plans[string(m.key)]
+		p, ok := m.plans.get(m.key)
 		if !ok || (!p.whole && len(p.graphs) != parts) {
 			var err error
 			if p, err = m.plan(inputs, mode, parts, examples); err != nil {
 				return nil, err
 			}
-			m.plans[string(m.key)] = p
+			m.plans.put(m.key, p)
 		}
 		if !p.whole {
 			return m.runParts(p, inputs, mode)
 		}
 	}
-	c, ok := m.cache[string(m.key)]
+	c, ok := m.cache.get(m.key)
 	if !ok {
 		var err error
 		if c, err = m.compile(inputs, mode, m.rng); err != nil {
 			return nil, err
 		}
-		m.cache[string(m.key)] = c
+		m.cache.put(m.key, c)
 	}
 	return m.exec(c, inputs, mode)
 }

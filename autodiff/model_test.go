@@ -156,8 +156,8 @@ func TestModelBatchSizes(t *testing.T) {
 				t.Errorf("%v rows=%d: loss %g, want %g", dt, rows, res.Loss, sum)
 			}
 		}
-		if len(mod.cache) != 3 {
-			t.Errorf("%v: %d compiled graphs, want 3 (one per batch size)", dt, len(mod.cache))
+		if mod.cache.len() != 3 {
+			t.Errorf("%v: %d compiled graphs, want 3 (one per batch size)", dt, mod.cache.len())
 		}
 	}
 }

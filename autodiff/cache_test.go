@@ -1,0 +1,56 @@
+package autodiff
+
+import (
+	"testing"
+
+	"gorgonia.org/tensor"
+)
+
+// TestCompiledSignaturesBounded runs a model on more input lengths than maxSignatures (as
+// decoding with a growing key/value cache does): the model keeps at most maxSignatures
+// compiled graphs, keeps the most recently used one, and still computes right after
+// dropping and recompiling a signature.
+func TestCompiledSignaturesBounded(t *testing.T) {
+	ps, err := NewParams(Float64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewModel(ps, func(g *Graph) (Outputs, error) {
+		return Outputs{Values: map[string]*Node{"y": g.Scale(g.Input("x"), 2)}}, g.Err()
+	}, 0)
+	run := func(n int) {
+		t.Helper()
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = float64(i + 1)
+		}
+		res, err := m.Forward(map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(n), tensor.WithBacking(x))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Values["y"].Data().([]float64); got[n-1] != 2*float64(n) {
+			t.Fatalf("length %d: y[%d] = %g, want %g", n, n-1, got[n-1], 2*float64(n))
+		}
+	}
+	for n := 1; n <= 3*maxSignatures; n++ {
+		run(n)
+		run(1) // length 1 stays the most recently used: never dropped
+		if got := m.cache.len(); got > maxSignatures {
+			t.Fatalf("after length %d: %d compiled signatures, want at most %d", n, got, maxSignatures)
+		}
+	}
+	if _, ok := m.cache.get(signatureOf(t, m, 1)); !ok {
+		t.Error("the most recently used signature (length 1) was dropped")
+	}
+	if _, ok := m.cache.get(signatureOf(t, m, 2)); ok {
+		t.Error("the least recently used signature (length 2) is still kept")
+	}
+	run(2) // recompiled after being dropped
+}
+
+// signatureOf returns the key under which m compiles a forward run on a vector of n values.
+func signatureOf(t *testing.T, m *Model, n int) []byte {
+	t.Helper()
+	key, _ := signature(nil, nil, map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(n), tensor.WithBacking(make([]float64, n)))}, RunMode{})
+	return key
+}
