@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"fmt"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -53,4 +54,27 @@ func signatureOf(t *testing.T, m *Model, n int) []byte {
 	t.Helper()
 	key, _ := signature(nil, nil, map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(n), tensor.WithBacking(make([]float64, n)))}, RunMode{})
 	return key
+}
+
+// TestOpsOfConstantsOnly: an op whose inputs are all constants (gorgonia keeps constants
+// outside any graph) builds and computes; it failed with "No Graph Supplied" when the
+// relative-position tables of relbias(M) * distance(s) were widened and broadcast.
+func TestOpsOfConstantsOnly(t *testing.T) {
+	ps, err := NewParams(Float64, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewModel(ps, func(g *Graph) (Outputs, error) {
+		a := g.ConstTensor([]int{2, 1}, []float64{1, 1})
+		b := g.ConstTensor([]int{1, 3}, []float64{1, 2, 3})
+		c := g.Add(g.ConstTensor([]int{2, 3}, []float64{0, 0, 0, 1, 1, 1}), g.ConstTensor([]int{2, 3}, make([]float64, 6)))
+		return Outputs{Values: map[string]*Node{"y": g.Add(g.Add(g.MatMul(a, b), c), g.Input("x"))}}, g.Err()
+	}, 0)
+	res, err := m.Forward(map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(2, 3), tensor.WithBacking(make([]float64, 6)))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Values["y"].Data().([]float64); fmt.Sprint(got) != "[1 2 3 2 3 4]" {
+		t.Errorf("y = %v, want [1 2 3 2 3 4]", got)
+	}
 }

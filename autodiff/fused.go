@@ -61,8 +61,15 @@ func (g *Graph) applyFused(k fusedKernel, inputs ...*Node) *Node {
 	op := newFwdOp(k, shapes, outShape)
 	op.id = g.nextID()
 	children := make(G.Nodes, len(inputs))
+	inGraph := false
 	for i, n := range inputs {
 		children[i] = n.n
+		inGraph = inGraph || n.n.Graph() != nil
+	}
+	if !inGraph && len(children) > 0 {
+		// Every input is a constant (ConstTensor, Const), which gorgonia keeps outside any
+		// graph until an op joins it to one: an op of constants only would find no graph.
+		children[0] = g.eg.AddNode(children[0])
 	}
 	out, err := G.ApplyOp(op, children...)
 	if err != nil {
