@@ -241,6 +241,11 @@ func contentOf(k ContentKernel) ContentKernel {
 	}
 }
 
+// HasPositions reports whether k has position factors (causal, window, distance, relbias,
+// …): its scores then depend on where a query and a key stand in their sequences, not only
+// on their features.
+func HasPositions(k ContentKernel) bool { return len(positionFactors(k)) > 0 }
+
 // positionFactors returns the position kernels of k: none unless k is a Product, whose
 // content may itself be a Product.
 func positionFactors(k ContentKernel) []PositionKernel {

@@ -166,14 +166,18 @@ func (m *Model) Builder() autodiff.Builder {
 		} else {
 			recon = m.localized(g, x)
 		}
+		out := autodiff.Outputs{Values: map[string]*autodiff.Node{"recon": recon}}
 		// Images never meet (the localized model's images attend only to the
 		// prototypes) and the loss is a mean over all B·In values: a batch may run as
-		// parts.
-		in := m.cfg.In
-		out := autodiff.Outputs{Values: map[string]*autodiff.Node{"recon": recon},
-			Batch: &autodiff.Batch{Examples: x.Shape()[0], LossItems: func(inputs map[string]*tensor.Dense) float64 {
+		// parts — unless the kernel has position factors, which place the images of a
+		// batch as the query positions 0…B−1 against the prototypes' 0…P−1, so that an
+		// image's output depends on where it stands in its batch.
+		if m.cfg.Kind == KindMLP || m.cfg.Kernel == nil || !layers.HasPositions(m.cfg.Kernel.Kernel) {
+			in := m.cfg.In
+			out.Batch = &autodiff.Batch{Examples: x.Shape()[0], LossItems: func(inputs map[string]*tensor.Dense) float64 {
 				return float64(inputs["noisy"].Shape()[0] * in)
-			}}}
+			}}
+		}
 		if g.HasInput("clean") {
 			out.Loss = g.MSE(recon, g.Input("clean"))
 		}

@@ -10,17 +10,24 @@ import (
 )
 
 // TestShardsMatchWhole runs a batch of the MLP and the localized DAE as parts of the
-// batch (autodiff.Model.SetShards, even and uneven splits) and requires the loss, every
+// batch (autodiff.Model.SetShards, even and uneven splits; a localized DAE whose kernel
+// has position factors runs whole, since its images are positions) and requires the loss, every
 // parameter and input gradient and the reconstructions to equal the whole batch's: to
 // float64 round-off, and within 1e-5 (relative, above 1) in float32.
 func TestShardsMatchWhole(t *testing.T) {
 	spec := layers.MustParseKernelSpec("gaussian")
+	positional := layers.MustParseKernelSpec("laplacian * window(3) * relbias(2)")
 	for _, cfg := range []Config{
 		{Kind: KindMLP, In: 6, Hidden: []int{5, 3, 4}, Noise: NoiseGaussian, Sigma: 0.3},
 		{Kind: KindLocalized, In: 6, Levels: 2, Prototypes: 5, Heads: 2, Width: 4, Kernel: &spec, InitBandwidth: 0.7, MinBandwidth: 0.05, Noise: NoiseGaussian, Sigma: 0.3},
+		{Kind: KindLocalized, In: 6, Levels: 2, Prototypes: 5, Heads: 2, Width: 4, Kernel: &positional, InitBandwidth: 0.7, MinBandwidth: 0.05, Noise: NoiseGaussian, Sigma: 0.3},
 	} {
 		for _, dt := range []autodiff.Dtype{autodiff.Float64, autodiff.Float32} {
-			t.Run(cfg.Kind+"_"+dt.String(), func(t *testing.T) {
+			name := cfg.Kind
+			if cfg.Kernel != nil {
+				name += "_" + cfg.Kernel.String()
+			}
+			t.Run(name+"_"+dt.String(), func(t *testing.T) {
 				ps, err := autodiff.NewParams(dt, 3)
 				if err != nil {
 					t.Fatal(err)
@@ -54,8 +61,14 @@ func TestShardsMatchWhole(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if d.Parts != shards {
-							t.Fatalf("%d shards ran %d parts", shards, d.Parts)
+						// A kernel with position factors places the images as positions
+						// 0…B−1: such a batch must run whole.
+						want := shards
+						if cfg.Kernel != nil && layers.HasPositions(cfg.Kernel.Kernel) {
+							want = 1
+						}
+						if d.Parts != want {
+							t.Fatalf("%d shards ran %d parts, want %d", shards, d.Parts, want)
 						}
 						if d.MaxRelDiff > tol {
 							t.Errorf("%d shards, backward %v: max relative difference %.3g at %s, want ≤ %g", shards, mode.Backward, d.MaxRelDiff, d.Where, tol)
