@@ -367,22 +367,11 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 				mm(false, false, rb, d.d, w, 1, c, w, pr.k[clo*d.lq:], d.lq, 1, dq[r0*d.lq:], d.lq)
 				mm(true, false, w, d.d, rb, 1, c, w, pr.q[r0*d.lq:], d.lq, 1, dk[clo*d.lq:], d.lq)
 				if k.useDist {
-					for i := range rb {
-						t := r0 + i
-						f := T(2 * rs[i])
-						for c, x := range pr.q[t*d.lq : t*d.lq+d.d] {
-							dq[t*d.lq+c] += f * x
-						}
-					}
+					addNormGrads(dq, pr.q, rs[:rb], r0, d.lq, d.d)
 				}
 			}
 			if k.useDist {
-				for s := range d.tk {
-					f := T(2 * cs[s])
-					for c, x := range pr.k[s*d.lq : s*d.lq+d.d] {
-						dk[s*d.lq+c] += f * x
-					}
-				}
+				addNormGrads(dk, pr.k, cs[:d.tk], 0, d.lq, d.d)
 			}
 		}
 	})

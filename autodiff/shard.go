@@ -166,7 +166,7 @@ func (m *Model) plan(inputs map[string]*tensor.Dense, mode RunMode, parts, examp
 		p.rows[name] = t.Shape()[0] / examples
 	}
 	for i := range parts {
-		lo, hi := partRange(examples, i, parts)
+		lo, hi := PartRange(examples, i, parts)
 		p.lo, p.hi = append(p.lo, lo), append(p.hi, hi)
 		p.in = append(p.in, map[string]*tensor.Dense{})
 	}
@@ -216,9 +216,10 @@ func sameParams(a, b []*Param) bool {
 	return true
 }
 
-// partRange returns the examples [lo, hi) of part part of parts of n: contiguous, in
-// order, the first n mod parts parts one example longer.
-func partRange(n, part, parts int) (lo, hi int) {
+// PartRange returns the examples [lo, hi) of part part of parts of n: contiguous, in
+// order, the first n mod parts parts one example longer. Batch parts (SetShards) and
+// train's data-parallel ranks split a batch this way.
+func PartRange(n, part, parts int) (lo, hi int) {
 	q, r := n/parts, n%parts
 	lo = part*q + min(part, r)
 	hi = lo + q

@@ -807,22 +807,11 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					}
 				}
 				if k.useDist {
-					for i := range rb {
-						t := r0 + i
-						f := T(2 * rs[i])
-						for c, x := range pr.q[t*d.lq : t*d.lq+d.d] {
-							dq[t*d.lq+c] += f * x
-						}
-					}
+					addNormGrads(dq, pr.q, rs[:rb], r0, d.lq, d.d)
 				}
 			}
 			if k.useDist {
-				for s := range d.tk {
-					f := T(2 * cs[s])
-					for c, x := range pr.k[s*d.lq : s*d.lq+d.d] {
-						dk[s*d.lq+c] += f * x
-					}
-				}
+				addNormGrads(dk, pr.k, cs[:d.tk], 0, d.lq, d.d)
 			}
 		}
 	})
@@ -882,6 +871,19 @@ func pairParamGrads[T float](k *pairSpec, n, tq int, hRows, biasParts, thetaPart
 			for j, x := range biasParts[p*bw : (p+1)*bw] {
 				gr.bias[row*bw+j] += T(x)
 			}
+		}
+	}
+}
+
+// addNormGrads adds 2·g[i]·x_{r0+i} to the rows r0, r0+1, … of dx (rows ld apart, d wide):
+// the gradient of the squared norms in ‖q − k‖² = ‖q‖² − 2q·k + ‖k‖², for g the sums of
+// the score gradients over each query's keys (dq) or each key's queries (dk).
+func addNormGrads[T float](dx, x []T, g []float64, r0, ld, d int) {
+	for i, gi := range g {
+		t := r0 + i
+		f := T(2 * gi)
+		for c, v := range x[t*ld : t*ld+d] {
+			dx[t*ld+c] += f * v
 		}
 	}
 }

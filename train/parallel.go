@@ -80,15 +80,7 @@ func Rows(b Batch, n, lo, hi int) (Batch, error) {
 
 // Part returns the rows of part part of parts of n examples: contiguous, in order,
 // the first n mod parts parts one example longer.
-func Part(n, part, parts int) (lo, hi int) {
-	q, r := n/parts, n%parts
-	lo = part*q + min(part, r)
-	hi = lo + q
-	if part < r {
-		hi++
-	}
-	return lo, hi
-}
+func Part(n, part, parts int) (lo, hi int) { return autodiff.PartRange(n, part, parts) }
 
 // parallel reports whether the Loop trains on several processes.
 func (l *Loop) parallel() bool { return l.Reducer != nil && l.Reducer.Size() > 1 }
