@@ -340,23 +340,8 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 					if needQK {
 						drow = dh[t*d.tk+lo : t*d.tk+hi]
 					}
-					dot, d2 := pairRowTerms(&k.pairSpec, &sc, drow, t, lo, hi)
-					gdot, gd2 := sc.gdot[:hi-lo], sc.gd2[:hi-lo]
-					clear(gdot)
-					clear(gd2)
-					gh := k.pairGrads(pr.theta, gs, dot, d2, pr.bandwidth(t), gdot, gd2, thetaPart(thetaParts, k.nTheta, pi))
-					if hRows != nil {
-						hRows[pi*d.tq+t] += gh
-					}
-					for j := range cv {
-						cv[j] = T(gdot[j] - 2*gd2[j])
-					}
+					r := pairRowCoefs(&k.pairSpec, &sc, &pr, gs, drow, cv, t, lo, hi, pi, d.tq, hRows, thetaParts, cs)
 					if k.useDist {
-						var r float64
-						for j, x := range gd2 {
-							r += x
-							cs[lo+j] += x
-						}
 						rs[i] = r
 					}
 				}

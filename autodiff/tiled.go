@@ -780,23 +780,8 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 						if biasParts != nil {
 							k.addBiasGrads(biasParts[p*bw:(p+1)*bw], gs, t, c0)
 						}
-						dot, d2 := pairRowTerms(&k.pairSpec, &sc.pairScratch, sc.dots[i*tileKeys:i*tileKeys+w], t, c0, c1)
-						gdot, gd2 := sc.gdot[:w], sc.gd2[:w]
-						clear(gdot)
-						clear(gd2)
-						gh := k.pairGrads(pr.theta, gs, dot, d2, pr.bandwidth(t), gdot, gd2, thetaPart(thetaParts, k.nTheta, p))
-						if hRows != nil {
-							hRows[p*d.tq+t] += gh
-						}
-						for j := range crow {
-							crow[j] = T(gdot[j] - 2*gd2[j])
-						}
+						r := pairRowCoefs(&k.pairSpec, &sc.pairScratch, &pr, gs, sc.dots[i*tileKeys:i*tileKeys+w], crow, t, c0, c1, p, d.tq, hRows, thetaParts, cs)
 						if k.useDist {
-							var r float64
-							for j, x := range gd2 {
-								r += x
-								cs[c0+j] += x
-							}
 							rs[i] += r
 						}
 					}
@@ -886,4 +871,32 @@ func addNormGrads[T float](dx, x []T, g []float64, r0, ld, d int) {
 			dx[t*ld+c] += f * v
 		}
 	}
+}
+
+// pairRowCoefs turns the score gradients gs of query t's pairs with keys lo…hi−1 (of
+// problem p) into the coefficients c[j] = ∂L/∂dot_j − 2·∂L/∂d2_j of their q·k products;
+// it adds the row's bandwidth gradient to hRows (per-row bandwidths; nil otherwise), the
+// kernel parameters' to their part of thetaParts and each key's ∂L/∂d2 to cs[lo+j], and
+// returns the row's Σ_j ∂L/∂d2 (the coefficient of the query's ‖q‖² term; 0 when the
+// kernel reads no distance). KernelAttention and TiledLocalMean share it.
+func pairRowCoefs[T float](k *pairSpec, sc *pairScratch, pr *problem[T], gs []float64, dots, c []T, t, lo, hi, p, tq int,
+	hRows, thetaParts, cs []float64) (rowD2 float64) {
+	dot, d2 := pairRowTerms(k, sc, dots, t, lo, hi)
+	gdot, gd2 := sc.gdot[:hi-lo], sc.gd2[:hi-lo]
+	clear(gdot)
+	clear(gd2)
+	gh := k.pairGrads(pr.theta, gs, dot, d2, pr.bandwidth(t), gdot, gd2, thetaPart(thetaParts, k.nTheta, p))
+	if hRows != nil {
+		hRows[p*tq+t] += gh
+	}
+	for j := range c {
+		c[j] = T(gdot[j] - 2*gd2[j])
+	}
+	if k.useDist {
+		for j, x := range gd2 {
+			rowD2 += x
+			cs[lo+j] += x
+		}
+	}
+	return rowD2
 }
