@@ -1,22 +1,29 @@
 package autodiff
 
-// maxSignatures bounds how many input signatures a Model keeps compiled. A compiled graph
-// holds buffers for every value of the graph, so decoding with a key/value cache, whose
-// inputs grow by a token at every step, would otherwise keep one graph per generated token
-// (about 2 MB each for the char LM: 17 GB after 10k tokens). Training and evaluation use
-// a few signatures (the batch, a last partial batch), far below the bound.
-const maxSignatures = 32
+// A Model keeps what it compiled for each input signature, so that a signature it has
+// seen runs without compiling again. A compiled graph holds buffers for its values, so
+// decoding with a key/value cache, whose inputs grow by a token at every step, would keep
+// one graph per generated token (about 2 MB each for the char LM: 17 GB after 10k tokens).
+// The cache therefore keeps the most recently used signatures within a budget of values:
+// signatureBudget bytes of graph values (the newest signature is always kept) and at most
+// maxSignatures signatures. Training and evaluation use a few signatures; generating with
+// the char LM's 64-token context about 65, 1–2 MB each.
+var (
+	signatureBudget int64 = 256 << 20
+	maxSignatures         = 1024
+)
 
-// signatureCache maps input signatures to what Model compiled for them, keeping the
-// maxSignatures most recently used ones.
+// signatureCache maps input signatures to what Model compiled for them.
 type signatureCache[V any] struct {
 	tick    uint64
+	bytes   int64
 	entries map[string]*signatureEntry[V]
 }
 
 type signatureEntry[V any] struct {
-	v    V
-	used uint64
+	v     V
+	bytes int64
+	used  uint64
 }
 
 func newSignatureCache[V any]() signatureCache[V] {
@@ -35,21 +42,44 @@ func (c *signatureCache[V]) get(key []byte) (V, bool) {
 	return e.v, true
 }
 
-// put stores v for key, first dropping the least recently used entry when the cache is full.
-func (c *signatureCache[V]) put(key []byte, v V) {
-	if _, ok := c.entries[string(key)]; !ok && len(c.entries) >= maxSignatures {
-		var oldest string
-		first := true
-		for k, e := range c.entries {
-			if first || e.used < c.entries[oldest].used {
-				oldest, first = k, false
-			}
-		}
-		delete(c.entries, oldest)
+// put stores v, whose graphs hold bytes of values, for key, then drops the least recently
+// used other entries while the cache is over its budget.
+func (c *signatureCache[V]) put(key []byte, v V, bytes int64) {
+	if old, ok := c.entries[string(key)]; ok {
+		c.bytes -= old.bytes
 	}
 	c.tick++
-	c.entries[string(key)] = &signatureEntry[V]{v: v, used: c.tick}
+	k := string(key)
+	c.entries[k] = &signatureEntry[V]{v: v, bytes: bytes, used: c.tick}
+	c.bytes += bytes
+	for len(c.entries) > 1 && (c.bytes > signatureBudget || len(c.entries) > maxSignatures) {
+		var oldest string
+		first := true
+		for ek, e := range c.entries {
+			if ek != k && (first || e.used < c.entries[oldest].used) {
+				oldest, first = ek, false
+			}
+		}
+		c.bytes -= c.entries[oldest].bytes
+		delete(c.entries, oldest)
+	}
 }
 
 // len returns the number of signatures kept.
 func (c *signatureCache[V]) len() int { return len(c.entries) }
+
+// graphBytes returns the bytes of the values of g's nodes: what its compiled machine
+// holds, about.
+func graphBytes(g *Graph) int64 {
+	size := int64(4)
+	if g.dtype == Float64 {
+		size = 8
+	}
+	var n int64
+	for _, node := range g.eg.AllNodes() {
+		if s := node.Shape(); s != nil {
+			n += int64(s.TotalSize())
+		}
+	}
+	return n * size
+}

@@ -7,11 +7,13 @@ import (
 	"gorgonia.org/tensor"
 )
 
-// TestCompiledSignaturesBounded runs a model on more input lengths than maxSignatures (as
-// decoding with a growing key/value cache does): the model keeps at most maxSignatures
-// compiled graphs, keeps the most recently used one, and still computes right after
-// dropping and recompiling a signature.
+// TestCompiledSignaturesBounded runs a model on many input lengths (as decoding with a
+// growing key/value cache does) under a small budget: the model keeps the graphs' values
+// within the budget, keeps the most recently used signature, drops the least recently used
+// one, and still computes right after dropping and recompiling a signature.
 func TestCompiledSignaturesBounded(t *testing.T) {
+	defer func(b int64) { signatureBudget = b }(signatureBudget)
+	signatureBudget = 64 << 10 // the graphs below hold 2n+1 float64 values: about 20 of them fit
 	ps, err := NewParams(Float64, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -33,12 +35,17 @@ func TestCompiledSignaturesBounded(t *testing.T) {
 			t.Fatalf("length %d: y[%d] = %g, want %g", n, n-1, got[n-1], 2*float64(n))
 		}
 	}
-	for n := 1; n <= 3*maxSignatures; n++ {
+	kept := 0
+	for n := 1; n <= 300; n++ {
 		run(n)
 		run(1) // length 1 stays the most recently used: never dropped
-		if got := m.cache.len(); got > maxSignatures {
-			t.Fatalf("after length %d: %d compiled signatures, want at most %d", n, got, maxSignatures)
+		if m.cache.bytes > signatureBudget {
+			t.Fatalf("after length %d: %d bytes of compiled values, budget %d", n, m.cache.bytes, signatureBudget)
 		}
+		kept = max(kept, m.cache.len())
+	}
+	if kept < 2 || m.cache.len() >= 300 {
+		t.Errorf("kept at most %d signatures, now %d: want several, far fewer than 300", kept, m.cache.len())
 	}
 	if _, ok := m.cache.get(signatureOf(t, m, 1)); !ok {
 		t.Error("the most recently used signature (length 1) was dropped")

@@ -32,7 +32,8 @@ type Builder func(g *Graph) (Outputs, error)
 
 // Model runs a Builder's graph on concrete inputs. It hides gorgonia's lifecycle: it
 // compiles one graph and one machine per input signature (so a last partial batch or a
-// different sequence length just works; the 32 most recently used are kept), binds parameters and inputs, resets the machine,
+// different sequence length just works; the most recently used are kept, within a
+// budget of graph values), binds parameters and inputs, resets the machine,
 // copies results out before the backward pass can clobber them, and adds gradients into
 // each Param's gradient.
 //
@@ -193,7 +194,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 			if p, err = m.plan(inputs, mode, parts, examples); err != nil {
 				return nil, err
 			}
-			m.plans.put(m.key, p)
+			m.plans.put(m.key, p, p.bytes())
 		}
 		if !p.whole {
 			return m.runParts(p, inputs, mode)
@@ -205,7 +206,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 		if c, err = m.compile(inputs, mode, m.rng); err != nil {
 			return nil, err
 		}
-		m.cache.put(m.key, c)
+		m.cache.put(m.key, c, graphBytes(c.g))
 	}
 	return m.exec(c, inputs, mode)
 }

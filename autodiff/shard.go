@@ -204,6 +204,15 @@ func (m *Model) plan(inputs map[string]*tensor.Dense, mode RunMode, parts, examp
 	return p, nil
 }
 
+// bytes returns the bytes of the values of the parts' graphs (0 for a whole plan).
+func (p *shardPlan) bytes() int64 {
+	var n int64
+	for _, c := range p.graphs {
+		n += graphBytes(c.g)
+	}
+	return n
+}
+
 func sameParams(a, b []*Param) bool {
 	if len(a) != len(b) {
 		return false
