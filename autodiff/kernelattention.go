@@ -105,10 +105,7 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 			if needQK {
 				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
 			}
-			if k.useDist {
-				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
-				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
-			}
+			problemNorms(&k.pairSpec, d, &pr, &sc)
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
 				r1 := min(r0+rowBlock, d.tq)
 				clo, chi := keyRange(k.mask, r0, r1, d.tk)
@@ -290,9 +287,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 			if needQK {
 				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
 			}
-			if k.useDist {
-				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
-				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
+			if problemNorms(&k.pairSpec, d, &pr, &sc) {
 				clear(cs)
 			}
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {

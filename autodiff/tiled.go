@@ -562,10 +562,7 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 			pr := tiledProblem(&k.pairSpec, d, a, p)
 			op := out[d.off(p, d.tq, d.dv, d.lv):]
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
-			if k.useDist {
-				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
-				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
-			}
+			problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch)
 			for r0 := 0; r0 < d.tq; r0 += tileRows {
 				r1 := min(r0+tileRows, d.tq)
 				rb := r1 - r0
@@ -716,9 +713,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 			dq := gr.q[d.off(p, d.tq, d.d, d.lq):]
 			dk := gr.k[d.off(p, d.tk, d.d, d.lq):]
 			dv := gr.v[d.off(p, d.tk, d.dv, d.lv):]
-			if k.useDist {
-				sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
-				sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
+			if problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch) {
 				clear(cs)
 			}
 			for r0 := 0; r0 < d.tq; r0 += tileRows {
@@ -899,4 +894,16 @@ func pairRowCoefs[T float](k *pairSpec, sc *pairScratch, pr *problem[T], gs []fl
 		}
 	}
 	return rowD2
+}
+
+// problemNorms sets the squared norms ‖q_t‖² and ‖k_s‖² of problem pr in sc when the
+// kernel reads squared distances (‖q − k‖² = ‖q‖² − 2q·k + ‖k‖²), and reports whether it
+// does.
+func problemNorms[T float](k *pairSpec, d tiledDims, pr *problem[T], sc *pairScratch) bool {
+	if !k.useDist {
+		return false
+	}
+	sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
+	sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
+	return true
 }
