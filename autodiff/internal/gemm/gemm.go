@@ -52,6 +52,10 @@ type microKernel struct {
 	// sgemm uses for products of at most narrow.nr columns, where the wide tile would
 	// be part zeros.
 	narrow *microKernel
+	// transposeB8, if not nil, packs eight rows of a transposed B (vector transposes):
+	// dst[p·nr+i] = alpha·b[i·ldb+p] for i < 8, p < 8·blocks. packBPanels does it in Go
+	// where it is nil.
+	transposeB8 func(blocks int, b []float32, ldb int, dst []float32, nr int, alpha float32)
 }
 
 // goKernel is the portable kernel, in plain Go.
@@ -108,20 +112,27 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	if !setC {
 		scaleC(m, n, beta, c, ldc)
 	}
+	// alpha scales the operand that is packed: B where A is read in place (B is then
+	// packed whole), else A.
+	directA := readsAInPlace(kr, transA)
+	alphaA, alphaB := alpha, float32(1)
+	if directA {
+		alphaA, alphaB = 1, alpha
+	}
 	ws := pool.Get().(*workspace)
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			bp := packB(kr.nr, transB, kr.stridedB, b, ldb, pc, jc, kb, nb, m, ws.b)
-			if readsAInPlace(kr, transA, alpha) {
+			bp := packB(kr, transB, b, ldb, pc, jc, kb, nb, m, alphaB, ws.b)
+			if directA {
 				// A is read in place by the micro-kernel; only edge rows are packed.
 				macroDirect(kr, transA, m, nb, kb, ws, a, lda, pc, bp, c[jc:], ldc, setC && pc == 0)
 				continue
 			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
-				packA(kr.mr, transA, a, lda, ic, pc, mb, kb, alpha, ws.a)
+				packA(kr.mr, transA, a, lda, ic, pc, mb, kb, alphaA, ws.a)
 				macro(kr, mb, nb, kb, ws, bp, c[ic*ldc+jc:], ldc, setC && pc == 0)
 			}
 		}
@@ -130,10 +141,7 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 }
 
 // readsAInPlace reports whether kr reads op(A) without packing it.
-func readsAInPlace(kr *microKernel, transA bool, alpha float32) bool {
-	if alpha != 1 {
-		return false
-	}
+func readsAInPlace(kr *microKernel, transA bool) bool {
 	if transA {
 		return kr.directT != nil
 	}
@@ -266,28 +274,29 @@ func (bp bPanels) panel(s, kb, nr int) ([]float32, int) {
 // 3–6% slower at m = 784 and 2048 (the input gradients of charlm's Linear layers).
 const maxRowsBInPlace = 512
 
-// packB prepares rows pc..pc+kb−1, columns jc..jc+nb−1 of op(B) for a product of m
-// rows. Where op(B) = B (not transposed), the kernel reads it fast at a stride (strided)
-// and m ≤ maxRowsBInPlace, its full nr-column
-// panels are read in place, as their rows are already contiguous nr values, and only a
-// last partial panel is packed into dst (zero-padded to nr columns); otherwise every
-// panel is packed (packBPanels).
-func packB(nr int, trans, strided bool, b []float32, ldb, pc, jc, kb, nb, m int, dst []float32) bPanels {
-	if trans || !strided || m > maxRowsBInPlace || !bInPlace {
-		packBPanels(nr, trans, b, ldb, pc, jc, kb, nb, dst)
+// packB prepares rows pc..pc+kb−1, columns jc..jc+nb−1 of alpha·op(B) for a product of m
+// rows. Where op(B) = B (not transposed), alpha = 1, the kernel reads B fast at a stride
+// (strided) and m ≤ maxRowsBInPlace, its full nr-column panels are read in place, as
+// their rows are already contiguous nr values, and only a last partial panel is packed
+// into dst (zero-padded to nr columns); otherwise every panel is packed (packBPanels).
+func packB(kr *microKernel, trans bool, b []float32, ldb, pc, jc, kb, nb, m int, alpha float32, dst []float32) bPanels {
+	nr := kr.nr
+	if trans || alpha != 1 || !kr.stridedB || m > maxRowsBInPlace || !bInPlace {
+		packBPanels(kr, trans, b, ldb, pc, jc, kb, nb, alpha, dst)
 		return bPanels{packed: dst}
 	}
 	full := nb / nr * nr
 	if full < nb {
-		packBPanels(nr, false, b, ldb, pc, jc+full, kb, nb-full, dst)
+		packBPanels(kr, false, b, ldb, pc, jc+full, kb, nb-full, 1, dst)
 	}
 	return bPanels{b: b[pc*ldb+jc:], ldb: ldb, inPlace: full, packed: dst}
 }
 
-// packBPanels packs rows pc..pc+kb−1, columns jc..jc+nb−1 of op(B) into panels of nr
-// columns: panel s holds, for each p, the nr values op(B)[pc+p, jc+s·nr+j]; missing
-// columns are zero.
-func packBPanels(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb int, dst []float32) {
+// packBPanels packs rows pc..pc+kb−1, columns jc..jc+nb−1 of alpha·op(B) into panels of
+// kr.nr columns: panel s holds, for each p, the nr values alpha·op(B)[pc+p, jc+s·nr+j];
+// missing columns are zero.
+func packBPanels(kr *microKernel, trans bool, b []float32, ldb, pc, jc, kb, nb int, alpha float32, dst []float32) {
+	nr := kr.nr
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
 		panel := dst[s*kb : s*kb+nr*kb]
@@ -295,28 +304,40 @@ func packBPanels(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb int, dst [
 			for p := range kb {
 				q := panel[p*nr : p*nr+nr]
 				src := b[(pc+p)*ldb+jc+s:]
-				if cols == nr {
+				switch {
+				case alpha != 1:
+					for j, v := range src[:cols] {
+						q[j] = alpha * v
+					}
+				case cols == nr:
 					copyN(q, src)
 					continue
+				default:
+					copy(q, src[:cols])
 				}
-				copy(q, src[:cols])
 				clear(q[cols:])
 			}
 			continue
 		}
 		// op(B) = Bᵀ: op(B)[p, j] = b[j·ldb + p]; walk the stored rows, eight or four at
-		// a time.
+		// a time (eight by 8×8 vector transposes where the kernel has them, for the
+		// depths of whole blocks of eight).
 		j := 0
 		for ; j+8 <= cols; j += 8 {
 			base := (jc+s+j)*ldb + pc
+			p0 := 0
+			if kr.transposeB8 != nil {
+				p0 = kb / 8 * 8
+				kr.transposeB8(kb/8, b[base:], ldb, panel[j:], nr, alpha)
+			}
 			r0, r1 := b[base:base+kb], b[base+ldb:base+ldb+kb]
 			r2, r3 := b[base+2*ldb:base+2*ldb+kb], b[base+3*ldb:base+3*ldb+kb]
 			r4, r5 := b[base+4*ldb:base+4*ldb+kb], b[base+5*ldb:base+5*ldb+kb]
 			r6, r7 := b[base+6*ldb:base+6*ldb+kb], b[base+7*ldb:base+7*ldb+kb]
-			for p := range kb {
+			for p := p0; p < kb; p++ {
 				q := panel[p*nr+j : p*nr+j+8 : p*nr+j+8]
-				q[0], q[1], q[2], q[3] = r0[p], r1[p], r2[p], r3[p]
-				q[4], q[5], q[6], q[7] = r4[p], r5[p], r6[p], r7[p]
+				q[0], q[1], q[2], q[3] = alpha*r0[p], alpha*r1[p], alpha*r2[p], alpha*r3[p]
+				q[4], q[5], q[6], q[7] = alpha*r4[p], alpha*r5[p], alpha*r6[p], alpha*r7[p]
 			}
 		}
 		for ; j+4 <= cols; j += 4 {
@@ -325,7 +346,7 @@ func packBPanels(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb int, dst [
 			r2, r3 := b[base+2*ldb:base+2*ldb+kb], b[base+3*ldb:base+3*ldb+kb]
 			for p := range kb {
 				q := panel[p*nr+j : p*nr+j+4 : p*nr+j+4]
-				q[0], q[1], q[2], q[3] = r0[p], r1[p], r2[p], r3[p]
+				q[0], q[1], q[2], q[3] = alpha*r0[p], alpha*r1[p], alpha*r2[p], alpha*r3[p]
 			}
 		}
 		for ; j < nr; j++ {
@@ -337,7 +358,7 @@ func packBPanels(nr int, trans bool, b []float32, ldb, pc, jc, kb, nb int, dst [
 			}
 			row := b[(jc+s+j)*ldb+pc : (jc+s+j)*ldb+pc+kb]
 			for p, v := range row {
-				panel[p*nr+j] = v
+				panel[p*nr+j] = alpha * v
 			}
 		}
 	}
@@ -475,7 +496,7 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 	mr, nr := kr.mr, kr.nr
 	// Splitting rows makes every worker pack all of op(B); splitting columns makes every
 	// worker pack all of op(A), which costs nothing when A is read in place.
-	directA := readsAInPlace(kr, transA, alpha)
+	directA := readsAInPlace(kr, transA)
 	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
 	if splitRows {
 		chunk := (m/workers + mr - 1) / mr * mr
@@ -537,4 +558,11 @@ func Dgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int
 			}
 		}
 	}
+}
+
+// A peakLoop is an FMA loop run n times (fn(n)) doing flops float32 operations each time:
+// the benchmarks' measure of the core's peak.
+type peakLoop struct {
+	fn    func(n int)
+	flops int
 }

@@ -299,3 +299,36 @@ func TestBestFollowsLevel(t *testing.T) {
 		t.Errorf("active kernel %s is not the best for %v", active.name, simd.Current())
 	}
 }
+
+// TestPackBTransposed checks the kernels' vector packing of a transposed B (transposeB8)
+// against packBPanels' Go loops, bit for bit, at depths around the blocks of eight, every
+// column count up to two panels, and alpha 1 and not.
+func TestPackBTransposed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, kr := range kernels() {
+		for _, k := range []*microKernel{kr, kr.narrow} {
+			if k == nil || k.transposeB8 == nil {
+				continue
+			}
+			plain := *k
+			plain.transposeB8 = nil
+			for _, kb := range []int{1, 7, 8, 9, 16, 63, 64, 256} {
+				for nb := 1; nb <= 2*k.nr+1; nb++ {
+					for _, alpha := range []float32{1, 0.3} {
+						ldb, pc, jc := kb+5, 2, 3
+						b := randSlice(rng, (jc+nb)*ldb)
+						size := (nb + k.nr - 1) / k.nr * k.nr * kb
+						got, want := randSlice(rng, size), randSlice(rng, size)
+						packBPanels(k, true, b, ldb, pc, jc, kb, nb, alpha, got)
+						packBPanels(&plain, true, b, ldb, pc, jc, kb, nb, alpha, want)
+						for i := range want {
+							if got[i] != want[i] {
+								t.Fatalf("kernel %s nr=%d kb=%d nb=%d alpha=%v: packed[%d] = %v, want %v", k.name, k.nr, kb, nb, alpha, i, got[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

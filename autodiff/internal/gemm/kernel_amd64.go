@@ -24,12 +24,47 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true}
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true, transposeB8: transposeB8AVX}
 
-var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: avx512Narrow}
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: avx512Narrow, transposeB8: transposeB8AVX}
 
 // avx512Narrow is the 12×16 AVX-512 kernel for products of at most 16 columns.
-var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT, stridedB: true}
+var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT, stridedB: true, transposeB8: transposeB8AVX}
+
+//go:noescape
+func transpose8(blocks int, b *float32, ldb int, dst *float32, nr int, alpha float32)
+
+// transposeB8AVX is transposeB8 with 8×8 AVX transposes (pack_amd64.s).
+func transposeB8AVX(blocks int, b []float32, ldb int, dst []float32, nr int, alpha float32) {
+	if blocks == 0 {
+		return
+	}
+	_ = b[7*ldb+blocks*8-1]
+	_ = dst[(blocks*8-1)*nr+7]
+	transpose8(blocks, &b[0], ldb, &dst[0], nr, alpha)
+}
+
+// fmaPeak512 and fmaPeak256 run n iterations of 12 independent FMA chains on zmm and ymm
+// registers (peak_amd64.s): the core's float32 FMA peak that BenchmarkShapes divides by.
+//
+//go:noescape
+func fmaPeak512(n int)
+
+//go:noescape
+func fmaPeak256(n int)
+
+// peakLoops returns the FMA peak loops this CPU can run and the float32 FLOPs of one
+// iteration of each, by width.
+func peakLoops() map[string]peakLoop {
+	m := map[string]peakLoop{}
+	if cpu.X86.HasAVX512F {
+		m["zmm"] = peakLoop{fmaPeak512, 12 * 16 * 2}
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		m["ymm"] = peakLoop{fmaPeak256, 12 * 8 * 2}
+	}
+	return m
+}
 
 //go:noescape
 func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
