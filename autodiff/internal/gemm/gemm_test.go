@@ -61,9 +61,13 @@ func TestKernels(t *testing.T) {
 			t.Errorf("kernel %s: tile %d×%d does not fit the blocking", kr.name, kr.mr, kr.nr)
 		}
 		t.Logf("kernel %s: %d×%d, direct %v", kr.name, kr.mr, kr.nr, kr.direct != nil)
+	}
+	for _, kr := range append(ks, extraKernels()...) {
 		if nk := kr.narrow; nk != nil {
-			// Sgemm swaps it in for the whole product: the same rows of A, fewer columns.
-			if nk.mr != kr.mr || nk.nr >= kr.nr || nk.level != kr.level || nc%nk.nr != 0 || nk.narrow != nil {
+			// Sgemm swaps it in for the whole product: fewer columns, instructions that
+			// kr's level allows.
+			t.Logf("kernel %s: narrow %s %d×%d", kr.name, nk.name, nk.mr, nk.nr)
+			if nk.nr >= kr.nr || nk.level > kr.level || mc%nk.mr != 0 || nc%nk.nr != 0 || nk.narrow != nil {
 				t.Errorf("kernel %s: narrow kernel %d×%d (level %v) does not fit %d×%d", kr.name, nk.mr, nk.nr, nk.level, kr.mr, kr.nr)
 			}
 			if (kr.direct == nil) != (nk.direct == nil) || (kr.directT == nil) != (nk.directT == nil) {
@@ -96,7 +100,7 @@ func checkSgemm(t *testing.T, rng *rand.Rand, m, n, k int, ta, tb bool, alpha, b
 	c := randSlice(rng, m*ldc)
 	want := append([]float32(nil), c...)
 	naive(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
-	for _, kr := range kernels() {
+	for _, kr := range append(kernels(), extraKernels()...) {
 		for _, par := range []bool{false, true} {
 			got := append([]float32(nil), c...)
 			withKernel(kr, func() {
@@ -325,6 +329,52 @@ func TestPackBTransposed(t *testing.T) {
 							if got[i] != want[i] {
 								t.Fatalf("kernel %s nr=%d kb=%d nb=%d alpha=%v: packed[%d] = %v, want %v", k.name, k.nr, kb, nb, alpha, i, got[i], want[i])
 							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNarrowKernelsAgree checks that the AVX-512 kernel's two narrow kernels (12×16 zmm,
+// 6×16 ymm: narrowAVX512 picks one by CPU) give bit-identical products: each sums every
+// element over the depth in the same order with the same FMAs.
+func TestNarrowKernelsAgree(t *testing.T) {
+	ks := append(kernels(), extraKernels()...)
+	var wide []*microKernel
+	for _, k := range ks {
+		if k.narrow != nil && k.level == simd.AVX512 {
+			wide = append(wide, k)
+		}
+	}
+	if len(wide) < 2 {
+		t.Skip("no AVX-512")
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, sz := range [][3]int{{32, 16, 64}, {128, 16, 32}, {7, 13, 300}, {64, 16, 16}, {13, 1, 5}, {100, 9, 257}} {
+		m, n, k := sz[0], sz[1], sz[2]
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				lda, ldb := k, n
+				if ta {
+					lda = m
+				}
+				if tb {
+					ldb = k
+				}
+				a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), randSlice(rng, m*n)
+				var first []float32
+				for _, kr := range wide {
+					got := append([]float32(nil), c...)
+					withKernel(kr, func() { Sgemm(ta, tb, m, n, k, 1, a, lda, b, ldb, 1, got, n) })
+					if first == nil {
+						first = got
+						continue
+					}
+					for i := range got {
+						if got[i] != first[i] {
+							t.Fatalf("%dx%dx%d ta=%v tb=%v: %s gives c[%d] = %v, %s %v", m, n, k, ta, tb, kr.name, i, got[i], wide[0].name, first[i])
 						}
 					}
 				}

@@ -26,7 +26,41 @@ func kernels() []*microKernel {
 
 var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true, transposeB8: transposeB8AVX}
 
-var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: avx512Narrow, transposeB8: transposeB8AVX}
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX}
+
+// narrowAVX512 is the AVX-512 kernel's narrow kernel: the 12×16 zmm kernel, or the AVX2
+// 6×16 one on cores that run a 512-bit FMA as two 256-bit halves (zmmHalfRate). A 16-column
+// tile takes one zmm or two ymm vectors of B per step: with zmm, every broadcast of A feeds
+// one FMA, with ymm two, and where a zmm FMA costs two ymm ones, the broadcasts (loads) of
+// the zmm kernel bound it. Single-thread fraction of the FMA peak at attention's 16-column
+// products (BenchmarkShapes/.../head-{PV,dQ,dK}, AMD EPYC Zen 4): 12×16 zmm 0.58-0.66,
+// 6×16 ymm 0.76-0.83. Both sum every element over the depth in the same order, with the
+// same FMAs: results are bit-identical either way.
+func narrowAVX512() *microKernel {
+	if zmmHalfRate() && cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		return avx2Kernel
+	}
+	return avx512Narrow
+}
+
+//go:noescape
+func cpuid(eax, ecx uint32) (a, b, c, d uint32)
+
+// zmmHalfRate reports an AMD family 19h core (Zen 3, Zen 4; of them only Zen 4 has
+// AVX-512), whose 512-bit FMAs issue as two 256-bit halves: the same FLOPs per cycle as
+// ymm FMAs (BenchmarkPeakFMA: 110 and 108 GFLOP/s on one core).
+func zmmHalfRate() bool {
+	_, b, c, d := cpuid(0, 0)
+	if b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163 { // "AuthenticAMD"
+		return false
+	}
+	a, _, _, _ := cpuid(1, 0)
+	family := a >> 8 & 0xf
+	if family == 0xf {
+		family += a >> 20 & 0xff
+	}
+	return family == 0x19
+}
 
 // avx512Narrow is the 12×16 AVX-512 kernel for products of at most 16 columns.
 var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT, stridedB: true, transposeB8: transposeB8AVX}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/locusml/locus/internal/simd"
 )
 
 // The products of the reference workloads (../shared/peers/WORKLOADS.md) as their ops call
@@ -111,7 +113,7 @@ func measurePeaks() map[string]float64 {
 // peak, which plain Go does not reach); 0 where there is no peak loop (other CPUs, purego).
 func kernelPeak(kr *microKernel) float64 {
 	p := measurePeaks()
-	if kr.name == "avx512" {
+	if kr.level == simd.AVX512 {
 		return p["zmm"]
 	}
 	return p["ymm"]
@@ -184,7 +186,11 @@ func BenchmarkShapes(b *testing.B) {
 		}
 		x, y, z := randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), randSlice(rng, s.m*s.n)
 		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
-		for _, kr := range kernels() {
+		ks := kernels()
+		if s.n <= 16 {
+			ks = append(ks, extraKernels()...) // the other narrow kernel
+		}
+		for _, kr := range ks {
 			peak := kernelPeak(kr)
 			for _, par := range []bool{false, true} {
 				t := "t1"
