@@ -56,6 +56,25 @@ type microKernel struct {
 	// dst[p·nr+i] = alpha·b[i·ldb+p] for i < 8, p < 8·blocks. packBPanels does it in Go
 	// where it is nil.
 	transposeB8 func(blocks int, b []float32, ldb int, dst []float32, nr int, alpha float32)
+	// tails are kernels of fewer rows (ascending), the same columns and both direct
+	// forms, for the last rows of a product read in place (macroDirect).
+	tails []*microKernel
+}
+
+// tail returns the kernel for the last rows of an m-row product read in place, of which
+// rows (< mr) are left, and its row count: the smallest of kr's tails with at least rows
+// rows and at most m (computing the last of them, overlapping the tile before), else kr
+// itself where m ≥ mr, else nil (m < mr: A's rows are packed).
+func (kr *microKernel) tail(m, rows int) (*microKernel, int) {
+	for _, t := range kr.tails {
+		if t.mr >= rows && t.mr <= m {
+			return t, t.mr
+		}
+	}
+	if m >= kr.mr {
+		return kr, kr.mr
+	}
+	return nil, kr.mr
 }
 
 // goKernel is the portable kernel, in plain Go.
@@ -401,39 +420,57 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float
 }
 
 // macroDirect is macro with op(A) (alpha 1) read in place from rows 0..m−1, columns
-// pc..pc+kb−1 (of a, or of aᵀ if trans). A last partial tile of rows is computed, where
-// m ≥ mr, as the full tile of the last mr rows (overlapping the tile before it) into a
-// scratch tile of which only its new rows go to c; only where m < mr are the rows packed.
+// pc..pc+kb−1 (of a, or of aᵀ if trans). A last partial tile of rows is computed by the
+// smallest of the kernel's tails that covers it (kr.tail), where it has more rows than
+// are left, as its tile of the last rows (overlapping the tile before it) into a scratch
+// tile of which only its new rows go to c; only where m is below every fitting kernel's
+// rows are the rows packed.
 func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, bp bPanels, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
-	if m < mr {
-		packA(mr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
-	}
 	direct, at := kr.direct, func(r int) []float32 { return a[r*lda+pc:] }
 	if trans {
 		direct, at = kr.directT, func(r int) []float32 { return a[pc*lda+r:] }
 	}
+	full := m / mr * mr // rows in full tiles
+	rem := m - full
+	tk, tmr := kr.tail(m, rem)
+	var tail func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool)
+	switch {
+	case rem == 0:
+	case tk == nil:
+		packA(mr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
+	case trans:
+		tail = tk.directT
+	default:
+		tail = tk.direct
+	}
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
 		b, ldb := bp.panel(s, kb, nr)
-		for r := 0; r < m; r += mr {
-			rows := min(mr, m-r)
-			if rows == mr && cols == nr {
+		for r := 0; r < full; r += mr {
+			if cols == nr {
 				direct(kb, at(r), lda, b, ldb, c[r*ldc+s:], ldc, set)
 				continue
 			}
 			t := ws.tmp[:mr*nr]
-			switch {
-			case rows == mr:
-				direct(kb, at(r), lda, b, ldb, t, nr, true)
-			case m < mr:
-				kr.packed(kb, ws.a, b, ldb, t, nr, true)
-			default: // rows m−mr..m−1; the first mr−rows of them belong to the tile before
-				direct(kb, at(m-mr), lda, b, ldb, t, nr, true)
-				t = t[(mr-rows)*nr:]
-			}
-			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set)
+			direct(kb, at(r), lda, b, ldb, t, nr, true)
+			addTile(mr, cols, nr, t, c[r*ldc+s:], ldc, set)
 		}
+		if rem == 0 {
+			continue
+		}
+		if rem == tmr && cols == nr {
+			tail(kb, at(full), lda, b, ldb, c[full*ldc+s:], ldc, set)
+			continue
+		}
+		t := ws.tmp[:tmr*nr]
+		if tk == nil {
+			kr.packed(kb, ws.a, b, ldb, t, nr, true)
+		} else { // rows m−tmr..m−1; the first tmr−rem of them belong to the tile before
+			tail(kb, at(m-tmr), lda, b, ldb, t, nr, true)
+			t = t[(tmr-rem)*nr:]
+		}
+		addTile(rem, cols, nr, t, c[full*ldc+s:], ldc, set)
 	}
 }
 

@@ -61,6 +61,18 @@ func TestKernels(t *testing.T) {
 			t.Errorf("kernel %s: tile %d×%d does not fit the blocking", kr.name, kr.mr, kr.nr)
 		}
 		t.Logf("kernel %s: %d×%d, direct %v", kr.name, kr.mr, kr.nr, kr.direct != nil)
+		for _, k := range []*microKernel{kr, kr.narrow} {
+			if k == nil {
+				continue
+			}
+			prev := 0
+			for _, tk := range k.tails {
+				if tk.mr <= prev || tk.mr >= k.mr || tk.nr != k.nr || tk.level != k.level || tk.direct == nil || tk.directT == nil || k.direct == nil {
+					t.Errorf("kernel %s %d×%d: tail %d×%d (level %v) does not fit", k.name, k.mr, k.nr, tk.mr, tk.nr, tk.level)
+				}
+				prev = tk.mr
+			}
+		}
 	}
 	for _, kr := range append(ks, extraKernels()...) {
 		if nk := kr.narrow; nk != nil {
@@ -143,7 +155,7 @@ func TestSgemm(t *testing.T) {
 // in each direction) and depths around the unrolling and kc edges.
 func TestSgemmShapes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	ms := []int{1, 2, 5, 6, 7, 11, 12, 13, 18, 23, 24, 25, 36, 37}
+	ms := []int{1, 2, 4, 5, 6, 7, 8, 11, 12, 13, 16, 18, 20, 23, 24, 25, 32, 36, 37}
 	ns := []int{1, 3, 15, 16, 17, 31, 32, 33, 47, 48, 63, 64, 65, 97}
 	ks := []int{1, 2, 3, 8, 255, 256, 257}
 	if testing.Short() {
@@ -375,6 +387,41 @@ func TestNarrowKernelsAgree(t *testing.T) {
 					for i := range got {
 						if got[i] != first[i] {
 							t.Fatalf("%dx%dx%d ta=%v tb=%v: %s gives c[%d] = %v, %s %v", m, n, k, ta, tb, kr.name, i, got[i], wide[0].name, first[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTailsAgree checks that computing a product's last rows with a tail kernel (fewer
+// rows) gives the same bits as with the full kernel's overlapping tile or packed rows.
+func TestTailsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, kr := range append(kernels(), extraKernels()...) {
+		for _, k := range []*microKernel{kr, kr.narrow} {
+			if k == nil || len(k.tails) == 0 {
+				continue
+			}
+			plain := *k
+			plain.tails = nil
+			for _, m := range []int{1, 3, 4, 5, 8, 9, 13, 16, 20, 21, 32, 64, 65} {
+				for _, sz := range [][2]int{{k.nr, 37}, {k.nr + 3, 5}, {2 * k.nr, 300}} {
+					n, kk := sz[0], sz[1]
+					for _, ta := range []bool{false, true} {
+						lda := kk
+						if ta {
+							lda = m
+						}
+						a, b, c := randSlice(rng, m*kk), randSlice(rng, kk*n), randSlice(rng, m*n)
+						got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+						withKernel(k, func() { Sgemm(ta, false, m, n, kk, 1, a, lda, b, n, 1, got, n) })
+						withKernel(&plain, func() { Sgemm(ta, false, m, n, kk, 1, a, lda, b, n, 1, want, n) })
+						for i := range got {
+							if got[i] != want[i] {
+								t.Fatalf("kernel %s %d×%d m=%d n=%d k=%d ta=%v: c[%d] = %v with tails, %v without", k.name, k.mr, k.nr, m, n, kk, ta, i, got[i], want[i])
+							}
 						}
 					}
 				}

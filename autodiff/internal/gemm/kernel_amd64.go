@@ -26,7 +26,11 @@ func kernels() []*microKernel {
 
 var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true, transposeB8: transposeB8AVX}
 
-var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX}
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX,
+	tails: []*microKernel{
+		tailKernel(4, 32, kernel4x32zu, kernel4x32zt),
+		tailKernel(8, 32, kernel8x32zu, kernel8x32zt),
+	}}
 
 // narrowAVX512 is the AVX-512 kernel's narrow kernel: the 12×16 zmm kernel, or the AVX2
 // 6×16 one on cores that run a 512-bit FMA as two 256-bit halves (zmmHalfRate). A 16-column
@@ -63,7 +67,58 @@ func zmmHalfRate() bool {
 }
 
 // avx512Narrow is the 12×16 AVX-512 kernel for products of at most 16 columns.
-var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT, stridedB: true, transposeB8: transposeB8AVX}
+var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT, stridedB: true, transposeB8: transposeB8AVX,
+	tails: []*microKernel{
+		tailKernel(4, 16, kernel4x16zu, kernel4x16zt),
+		tailKernel(8, 16, kernel8x16zu, kernel8x16zt),
+	}}
+
+// An asmKernel is an assembly micro-kernel that reads A in place (kernel_avx512_amd64.s).
+type asmKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+// tailKernel is the AVX-512 kernel of mr rows (fewer than its full kernel's) and nr
+// columns that reads A in place, plain (direct) or transposed (directT).
+func tailKernel(mr, nr int, direct, directT asmKernel) *microKernel {
+	return &microKernel{
+		name: "avx512", level: simd.AVX512, mr: mr, nr: nr, stridedB: true,
+		direct: func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+			_ = a[(mr-1)*lda+k-1]
+			_ = b[(k-1)*ldb+nr-1]
+			_ = c[(mr-1)*ldc+nr-1]
+			direct(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+		},
+		directT: func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+			_ = a[(k-1)*lda+mr-1]
+			_ = b[(k-1)*ldb+nr-1]
+			_ = c[(mr-1)*ldc+nr-1]
+			directT(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+		},
+	}
+}
+
+//go:noescape
+func kernel8x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel8x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel4x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel4x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel8x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel8x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel4x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel4x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
 func transpose8(blocks int, b *float32, ldb int, dst *float32, nr int, alpha float32)
