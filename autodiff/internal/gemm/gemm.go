@@ -420,58 +420,75 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float
 }
 
 // macroDirect is macro with op(A) (alpha 1) read in place from rows 0..m−1, columns
-// pc..pc+kb−1 (of a, or of aᵀ if trans). A last partial tile of rows is computed by the
-// smallest of the kernel's tails that covers it (kr.tail), where it has more rows than
-// are left, as its tile of the last rows (overlapping the tile before it) into a scratch
-// tile of which only its new rows go to c; only where m is below every fitting kernel's
-// rows are the rows packed.
+// pc..pc+kb−1 (of a, or of aᵀ if trans), one column panel of B at a time (panelDirect). A
+// last panel of at most narrow.nr columns (n = 65 or 784 with 32-column panels) is
+// computed by the narrow kernel, which reads the first columns of the packed panel, where
+// m is at least both kernels' rows (so that neither packs A's rows).
 func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, bp bPanels, c []float32, ldc int, set bool) {
+	nr := kr.nr
+	if tk, _ := kr.tail(m, m%kr.mr); tk == nil {
+		packA(kr.mr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
+	}
+	edge := kr.narrow
+	if edge != nil && (m < edge.mr || m < kr.mr) {
+		edge = nil
+	}
+	for s := 0; s < nb; s += nr {
+		cols := min(nr, nb-s)
+		b, ldb := bp.panel(s, kb, nr)
+		k := kr
+		if edge != nil && cols <= edge.nr {
+			k = edge
+		}
+		panelDirect(k, trans, m, cols, kb, ws, a, lda, pc, b, ldb, c[s:], ldc, set)
+	}
+}
+
+// panelDirect computes the m×cols block of C for one column panel b (row stride ldb) of
+// B by kernel kr, with op(A) read in place as in macroDirect. A last partial tile of rows
+// is computed by the smallest of the kernel's tails that covers it (kr.tail), where it has
+// more rows than are left, as its tile of the last rows (overlapping the tile before it)
+// into a scratch tile of which only its new rows go to c; where m is below every fitting
+// kernel's rows, from A's rows packed by macroDirect.
+func panelDirect(kr *microKernel, trans bool, m, cols, kb int, ws *workspace, a []float32, lda, pc int, b []float32, ldb int, c []float32, ldc int, set bool) {
 	mr, nr := kr.mr, kr.nr
 	direct, at := kr.direct, func(r int) []float32 { return a[r*lda+pc:] }
 	if trans {
 		direct, at = kr.directT, func(r int) []float32 { return a[pc*lda+r:] }
 	}
 	full := m / mr * mr // rows in full tiles
+	for r := 0; r < full; r += mr {
+		if cols == nr {
+			direct(kb, at(r), lda, b, ldb, c[r*ldc:], ldc, set)
+			continue
+		}
+		t := ws.tmp[:mr*nr]
+		direct(kb, at(r), lda, b, ldb, t, nr, true)
+		addTile(mr, cols, nr, t, c[r*ldc:], ldc, set)
+	}
 	rem := m - full
+	if rem == 0 {
+		return
+	}
 	tk, tmr := kr.tail(m, rem)
-	var tail func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool)
-	switch {
-	case rem == 0:
-	case tk == nil:
-		packA(mr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
-	case trans:
+	if tk == nil { // m < mr: A's rows are packed in ws.a
+		t := ws.tmp[:mr*nr]
+		kr.packed(kb, ws.a, b, ldb, t, nr, true)
+		addTile(rem, cols, nr, t, c, ldc, set)
+		return
+	}
+	tail := tk.direct
+	if trans {
 		tail = tk.directT
-	default:
-		tail = tk.direct
 	}
-	for s := 0; s < nb; s += nr {
-		cols := min(nr, nb-s)
-		b, ldb := bp.panel(s, kb, nr)
-		for r := 0; r < full; r += mr {
-			if cols == nr {
-				direct(kb, at(r), lda, b, ldb, c[r*ldc+s:], ldc, set)
-				continue
-			}
-			t := ws.tmp[:mr*nr]
-			direct(kb, at(r), lda, b, ldb, t, nr, true)
-			addTile(mr, cols, nr, t, c[r*ldc+s:], ldc, set)
-		}
-		if rem == 0 {
-			continue
-		}
-		if rem == tmr && cols == nr {
-			tail(kb, at(full), lda, b, ldb, c[full*ldc+s:], ldc, set)
-			continue
-		}
-		t := ws.tmp[:tmr*nr]
-		if tk == nil {
-			kr.packed(kb, ws.a, b, ldb, t, nr, true)
-		} else { // rows m−tmr..m−1; the first tmr−rem of them belong to the tile before
-			tail(kb, at(m-tmr), lda, b, ldb, t, nr, true)
-			t = t[(tmr-rem)*nr:]
-		}
-		addTile(rem, cols, nr, t, c[full*ldc+s:], ldc, set)
+	if rem == tmr && cols == nr {
+		tail(kb, at(full), lda, b, ldb, c[full*ldc:], ldc, set)
+		return
 	}
+	// Rows m−tmr..m−1; the first tmr−rem of them belong to the tile before.
+	t := ws.tmp[:tmr*nr]
+	tail(kb, at(m-tmr), lda, b, ldb, t, nr, true)
+	addTile(rem, cols, nr, t[(tmr-rem)*nr:], c[full*ldc:], ldc, set)
 }
 
 // kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel (ldb) over k

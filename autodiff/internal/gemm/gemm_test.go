@@ -395,19 +395,20 @@ func TestNarrowKernelsAgree(t *testing.T) {
 	}
 }
 
-// TestTailsAgree checks that computing a product's last rows with a tail kernel (fewer
-// rows) gives the same bits as with the full kernel's overlapping tile or packed rows.
-func TestTailsAgree(t *testing.T) {
+// TestTailsAndEdgesAgree checks that computing a product's last rows with a tail kernel
+// (fewer rows) and its last columns with the narrow kernel give the same bits as the full
+// kernel's overlapping tiles, scratch tiles or packed rows.
+func TestTailsAndEdgesAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	for _, kr := range append(kernels(), extraKernels()...) {
 		for _, k := range []*microKernel{kr, kr.narrow} {
-			if k == nil || len(k.tails) == 0 {
+			if k == nil || len(k.tails) == 0 && k.narrow == nil {
 				continue
 			}
 			plain := *k
-			plain.tails = nil
-			for _, m := range []int{1, 3, 4, 5, 8, 9, 13, 16, 20, 21, 32, 64, 65} {
-				for _, sz := range [][2]int{{k.nr, 37}, {k.nr + 3, 5}, {2 * k.nr, 300}} {
+			plain.tails, plain.narrow = nil, nil
+			for _, m := range []int{1, 3, 4, 5, 8, 9, 12, 13, 16, 20, 21, 32, 64, 65} {
+				for _, sz := range [][2]int{{k.nr, 37}, {k.nr + 3, 5}, {2 * k.nr, 300}, {k.nr + 16, 64}, {3*k.nr - 5, 20}, {16, 33}} {
 					n, kk := sz[0], sz[1]
 					for _, ta := range []bool{false, true} {
 						lda := kk
@@ -420,7 +421,7 @@ func TestTailsAgree(t *testing.T) {
 						withKernel(&plain, func() { Sgemm(ta, false, m, n, kk, 1, a, lda, b, n, 1, want, n) })
 						for i := range got {
 							if got[i] != want[i] {
-								t.Fatalf("kernel %s %d×%d m=%d n=%d k=%d ta=%v: c[%d] = %v with tails, %v without", k.name, k.mr, k.nr, m, n, kk, ta, i, got[i], want[i])
+								t.Fatalf("kernel %s %d×%d m=%d n=%d k=%d ta=%v: c[%d] = %v with tails and edges, %v without", k.name, k.mr, k.nr, m, n, kk, ta, i, got[i], want[i])
 							}
 						}
 					}
