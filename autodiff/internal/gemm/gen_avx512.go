@@ -1,12 +1,13 @@
 //go:build ignore
 
-// gen_avx512 writes kernel_avx512_amd64.s, the AVX-512 micro-kernels:
+// gen_avx512 writes kernel_avx512_amd64.s, the AVX-512 micro-kernels and the AVX2 tail
+// kernels:
 //
 //	go run gen_avx512.go
 //
-// Each kernel keeps an MR×NR tile of C in zmm accumulators (NR = 16·NZ), loads NZ
-// vectors of B per step of k (a packed panel, or B in place: its row stride ldb is an
-// argument) and broadcasts MR values of A.
+// Each kernel keeps an MR×NR tile of C in zmm (or ymm) accumulators (NR = 16·NZ, or
+// 8·NZ), loads NZ vectors of B per step of k (a packed panel, or B in place: its row
+// stride ldb is an argument) and broadcasts MR values of A.
 package main
 
 import (
@@ -15,19 +16,26 @@ import (
 	"os"
 )
 
-// A shape is a kernel's tile (mr rows, nz vectors of 16 columns) and unrolling; a tail
-// kernel (the last rows of a product) reads A in place only.
+// A shape is a kernel's tile (mr rows, nz vectors of 16 columns, or of 8 with ymm: AVX2
+// and FMA only) and unrolling; a tail kernel (the last rows of a product) reads A in place
+// only.
 type shape struct {
 	mr, nz, unroll int
-	tail           bool
+	tail, ymm      bool
 }
 
 // 12×32 is the main kernel; 12×16 (one vector of B per step) serves products of at most
 // 16 columns, such as attention's per-head products with a head width of 16, which
 // would otherwise fill half of every 12×32 tile with zeros. The 8- and 4-row kernels of
 // each width compute the last rows of a product whose row count is not a multiple of 12
-// (most of the workloads' are of 4: 32, 64, 128, 784, 1024, 2048).
-var shapes = []shape{{12, 2, 2, false}, {12, 1, 2, false}, {8, 2, 2, true}, {4, 2, 2, true}, {8, 1, 2, true}, {4, 1, 2, true}}
+// (most of the workloads' are of 4: 32, 64, 128, 784, 1024, 2048). The AVX2 kernel's
+// (6×16, kernel_amd64.s) tails are the 4- and 2-row ymm kernels.
+var shapes = []shape{
+	{mr: 12, nz: 2, unroll: 2}, {mr: 12, nz: 1, unroll: 2},
+	{mr: 8, nz: 2, unroll: 2, tail: true}, {mr: 4, nz: 2, unroll: 2, tail: true},
+	{mr: 8, nz: 1, unroll: 2, tail: true}, {mr: 4, nz: 1, unroll: 2, tail: true},
+	{mr: 4, nz: 2, unroll: 2, tail: true, ymm: true}, {mr: 2, nz: 2, unroll: 2, tail: true, ymm: true},
+}
 
 func main() {
 	// Other shapes, for experiments: go run gen_avx512.go 8x2x2 (MR x NZ x unroll).
@@ -53,8 +61,6 @@ func main() {
 	}
 }
 
-func z(i int) string { return fmt.Sprintf("Z%d", i) }
-
 // How a kernel reads A.
 type aMode int
 
@@ -67,12 +73,18 @@ const (
 func gen(w *bytes.Buffer, s shape, mode aMode) {
 	direct := mode != packedA
 	mr, nz, u := s.mr, s.nz, s.unroll
-	nr := 16 * nz
+	// Vector: floats, bytes, register prefix, registers.
+	vw, vb, prefix, regs := 16, 64, "Z", 32
+	if s.ymm {
+		vw, vb, prefix, regs = 8, 32, "Y", 16
+	}
+	z := func(i int) string { return fmt.Sprintf("%s%d", prefix, i) }
+	nr := vw * nz
 	acc := func(i, j int) string { return z(nz + 2 + i*nz + j) }
-	if nz+2+mr*nz > 32 {
+	if nz+2+mr*nz > regs {
 		panic("too many registers")
 	}
-	name := fmt.Sprintf("kernel%dx%dz", mr, nr)
+	name := fmt.Sprintf("kernel%dx%d%s", mr, nr, map[bool]string{false: "z", true: "y"}[s.ymm])
 	p := func(format string, args ...any) { fmt.Fprintf(w, "\t"+format+"\n", args...) }
 	// Labels: k12x32z_loop, k12x32z_loopu (direct), ...
 	lbl := func(l string) string {
@@ -136,7 +148,11 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 	p("SHLQ $2, BX") // B's row stride in bytes
 	for i := range mr {
 		for j := range nz {
-			p("VPXORD %s, %s, %s", acc(i, j), acc(i, j), acc(i, j))
+			if s.ymm {
+				p("VXORPS %s, %s, %s", acc(i, j), acc(i, j), acc(i, j))
+			} else {
+				p("VPXORD %s, %s, %s", acc(i, j), acc(i, j), acc(i, j))
+			}
 		}
 	}
 	aAddr := func(i, step int) string {
@@ -159,9 +175,9 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 	body := func(step int) {
 		for j := range nz {
 			if step == 0 {
-				p("VMOVUPS %d(DI), %s", 64*j, z(j))
+				p("VMOVUPS %d(DI), %s", vb*j, z(j))
 			} else {
-				p("VMOVUPS %d(DI)(BX*%d), %s", 64*j, step, z(j))
+				p("VMOVUPS %d(DI)(BX*%d), %s", vb*j, step, z(j))
 			}
 		}
 		for i := range mr {
@@ -237,9 +253,9 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 			}
 			for j := range nz {
 				if !set {
-					p("VADDPS %d(DX), %s, %s", 64*j, acc(i, j), acc(i, j))
+					p("VADDPS %d(DX), %s, %s", vb*j, acc(i, j), acc(i, j))
 				}
-				p("VMOVUPS %s, %d(DX)", acc(i, j), 64*j)
+				p("VMOVUPS %s, %d(DX)", acc(i, j), vb*j)
 			}
 		}
 		p("VZEROUPPER")

@@ -24,12 +24,16 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true, transposeB8: transposeB8AVX}
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true, transposeB8: transposeB8AVX,
+	tails: []*microKernel{
+		tailKernel("avx2", simd.AVX2, 2, 16, kernel2x16yu, kernel2x16yt),
+		tailKernel("avx2", simd.AVX2, 4, 16, kernel4x16yu, kernel4x16yt),
+	}}
 
 var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX,
 	tails: []*microKernel{
-		tailKernel(4, 32, kernel4x32zu, kernel4x32zt),
-		tailKernel(8, 32, kernel8x32zu, kernel8x32zt),
+		tailKernel("avx512", simd.AVX512, 4, 32, kernel4x32zu, kernel4x32zt),
+		tailKernel("avx512", simd.AVX512, 8, 32, kernel8x32zu, kernel8x32zt),
 	}}
 
 // narrowAVX512 is the AVX-512 kernel's narrow kernel: the 12×16 zmm kernel, or the AVX2
@@ -69,18 +73,19 @@ func zmmHalfRate() bool {
 // avx512Narrow is the 12×16 AVX-512 kernel for products of at most 16 columns.
 var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 16, packed: kernelAVX512N, direct: kernelAVX512NDirect, directT: kernelAVX512NDirectT, stridedB: true, transposeB8: transposeB8AVX,
 	tails: []*microKernel{
-		tailKernel(4, 16, kernel4x16zu, kernel4x16zt),
-		tailKernel(8, 16, kernel8x16zu, kernel8x16zt),
+		tailKernel("avx512", simd.AVX512, 4, 16, kernel4x16zu, kernel4x16zt),
+		tailKernel("avx512", simd.AVX512, 8, 16, kernel8x16zu, kernel8x16zt),
 	}}
 
-// An asmKernel is an assembly micro-kernel that reads A in place (kernel_avx512_amd64.s).
+// An asmKernel is a generated micro-kernel that reads A in place (kernel_avx512_amd64.s).
 type asmKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
-// tailKernel is the AVX-512 kernel of mr rows (fewer than its full kernel's) and nr
-// columns that reads A in place, plain (direct) or transposed (directT).
-func tailKernel(mr, nr int, direct, directT asmKernel) *microKernel {
+// tailKernel is the generated kernel (kernel_avx512_amd64.s) of mr rows (fewer than its
+// full kernel's) and nr columns that reads A in place, plain (direct) or transposed
+// (directT).
+func tailKernel(name string, level simd.Level, mr, nr int, direct, directT asmKernel) *microKernel {
 	return &microKernel{
-		name: "avx512", level: simd.AVX512, mr: mr, nr: nr, stridedB: true,
+		name: name, level: level, mr: mr, nr: nr, stridedB: true,
 		direct: func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
 			_ = a[(mr-1)*lda+k-1]
 			_ = b[(k-1)*ldb+nr-1]
@@ -95,6 +100,18 @@ func tailKernel(mr, nr int, direct, directT asmKernel) *microKernel {
 		},
 	}
 }
+
+//go:noescape
+func kernel4x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel4x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel2x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+
+//go:noescape
+func kernel2x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
 
 //go:noescape
 func kernel8x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
