@@ -1,12 +1,14 @@
 // Package gemm is a single-precision general matrix multiply for row-major matrices:
 // C = alpha·op(A)·op(B) + beta·C, with op(X) = X or Xᵀ and leading dimensions, as BLAS's
-// sgemm. It packs panels of A and B where needed (transposes and edges; a plain A and
-// the full column panels of a plain B are read in place) and runs a register-blocked
-// micro-kernel, chosen at run time: 12×32 in AVX-512 assembly
+// sgemm. It packs panels of A and B where needed (transposes, alpha and edges; A and the
+// full column panels of a plain B are read in place by the assembly kernels) and runs a
+// register-blocked micro-kernel, chosen at run time: 12×32 in AVX-512 assembly
 // on amd64 CPUs with AVX-512F, 6×16 in AVX2/FMA assembly on other amd64 CPUs with AVX2 and
 // FMA, and 6×16 in plain Go elsewhere (and with -tags purego); LOCUS_CPU=avx2|generic
-// caps the choice (package internal/simd). Sgemm is serial; Parallel
-// splits large products over GOMAXPROCS goroutines.
+// caps the choice (package internal/simd). The assembly kernels have tail kernels of
+// fewer rows for a product's last rows, and a 16-column kernel for narrow products and
+// last column panels. Sgemm is serial; Parallel splits large products over GOMAXPROCS
+// goroutines. BenchmarkShapes gives every workload product's fraction of the FMA peak.
 package gemm
 
 import (
