@@ -555,7 +555,17 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 	directA := readsAInPlace(kr, transA)
 	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
 	if splitRows {
-		chunk := (m/workers + mr - 1) / mr * mr
+		// Equal parts, rounded up to whole tiles: of the smallest tail kernel's rows
+		// where the kernel has tails (64 rows: 32 + 32 rather than 36 + 28).
+		g := mr
+		if kn := kr.narrow; kn != nil && n <= kn.nr {
+			g = kn.mr
+			kr = kn
+		}
+		if len(kr.tails) > 0 {
+			g = kr.tails[0].mr
+		}
+		chunk := ((m+workers-1)/workers + g - 1) / g * g
 		par.For(m, chunk, func(lo, hi int) {
 			var aa []float32
 			if transA {
