@@ -10,6 +10,9 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/vmath"
+	"github.com/locusml/locus/internal/par"
 )
 
 // Outputs is what a Builder returns: an optional scalar loss and named output nodes.
@@ -101,12 +104,17 @@ type Result struct {
 }
 
 type compiled struct {
-	g          *Graph
-	vm         G.VM
-	loss       *G.Value
-	values     map[string]*G.Value
-	paramGrads []*G.Value // aligned with g.order
-	inputGrads map[string]*G.Value
+	g      *Graph
+	vm     G.VM
+	loss   *G.Value
+	values map[string]*G.Value
+	// The gradient nodes of the parameters (aligned with g.order) and of the float
+	// inputs. They are read in place after RunAll, not copied out by gorgonia's Read:
+	// gorgonia keeps the register of a derivative of an input (a parameter or an input
+	// node) live to the end of the program, so no later instruction writes into it, and
+	// the value stays the op's own buffer until the next run.
+	paramGrads []*G.Node
+	inputGrads map[string]*G.Node
 	taps       map[string]*G.Value
 	batch      *Batch // Outputs.Batch
 	// reused by every run
@@ -235,7 +243,7 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode, rng *rand
 			err = fmt.Errorf("compile model: %v", r)
 		}
 	}()
-	c = &compiled{g: g, values: map[string]*G.Value{}, inputGrads: map[string]*G.Value{}, taps: map[string]*G.Value{},
+	c = &compiled{g: g, values: map[string]*G.Value{}, inputGrads: map[string]*G.Node{}, taps: map[string]*G.Value{},
 		outValues: map[string]*tensor.Dense{}, outInputGrads: map[string]*tensor.Dense{}, outTaps: map[string]*tensor.Dense{},
 		batch: out.Batch}
 	for name, n := range g.taps {
@@ -293,15 +301,9 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode, rng *rand
 			if mode.Backward {
 				np = len(g.order)
 			}
-			for i := range np {
-				v := new(G.Value)
-				G.Read(grads[i], v)
-				c.paramGrads = append(c.paramGrads, v)
-			}
+			c.paramGrads = append(c.paramGrads, grads[:np]...)
 			for i, name := range inNames {
-				v := new(G.Value)
-				G.Read(grads[np+i], v)
-				c.inputGrads[name] = v
+				c.inputGrads[name] = grads[np+i]
 			}
 		}
 	}
@@ -334,15 +336,32 @@ func (m *Model) exec(c *compiled, inputs map[string]*tensor.Dense, mode RunMode)
 	for name, v := range c.values {
 		res.Values[name] = asDense(*v)
 	}
-	for name, v := range c.inputGrads {
-		res.InputGrads[name] = asDense(*v)
+	for name, n := range c.inputGrads {
+		res.InputGrads[name] = asDense(n.Value())
 	}
-	for i, p := range c.g.order[:len(c.paramGrads)] {
-		if err := addInto(p.grad, *c.paramGrads[i]); err != nil {
-			return nil, fmt.Errorf("gradient of %s: %w", p.name, err)
+	if len(c.paramGrads) > 0 {
+		if err := c.addGrads(); err != nil {
+			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// addGrads adds the value of every parameter's gradient node into the parameter's
+// gradient, parameters in parallel.
+func (c *compiled) addGrads() error {
+	order := c.g.order[:len(c.paramGrads)]
+	for j, p := range order {
+		if err := checkGrad(p, c.paramGrads[j].Value()); err != nil {
+			return fmt.Errorf("gradient of %s: %w", p.name, err)
+		}
+	}
+	par.For(len(order), 1, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			addGrad(order[j].grad, c.paramGrads[j].Value())
+		}
+	})
+	return nil
 }
 
 // runGraph binds the parameters and inputs to c's graph and runs its machine, which
@@ -421,28 +440,33 @@ func asDense(v G.Value) *tensor.Dense {
 	return nil
 }
 
-func addInto(dst *tensor.Dense, v G.Value) error {
-	switch dst.Dtype() {
-	case Float32:
-		d := dst.Float32s()
-		src, err := floatData[float32](v, len(d))
-		if err != nil {
-			return err
-		}
-		for i, x := range src {
-			d[i] += x
-		}
-	case Float64:
-		d := dst.Float64s()
-		src, err := floatData[float64](v, len(d))
-		if err != nil {
-			return err
-		}
-		for i, x := range src {
-			d[i] += x
-		}
+// addGrad adds the gradient value v into dst; checkGrad has vouched for its type and
+// size.
+func addGrad(dst *tensor.Dense, v G.Value) {
+	if dst.Dtype() == Float32 {
+		src, _ := floatData[float32](v, dst.Len())
+		vmath.Add(dst.Float32s(), src)
+		return
 	}
-	return nil
+	d := dst.Float64s()
+	src, _ := floatData[float64](v, len(d))
+	for i, x := range src {
+		d[i] += x
+	}
+}
+
+// checkGrad reports whether v is a gradient of param: a value of its dtype and size.
+func checkGrad(param *Param, v G.Value) error {
+	var err error
+	switch param.grad.Dtype() {
+	case Float32:
+		_, err = floatData[float32](v, param.Size())
+	case Float64:
+		_, err = floatData[float64](v, param.Size())
+	default:
+		err = fmt.Errorf("dtype %v", param.grad.Dtype())
+	}
+	return err
 }
 
 // floatData returns the elements of a gradient value.

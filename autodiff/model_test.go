@@ -271,3 +271,71 @@ func TestModelInputErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestModelGradientsReadInPlace checks the gradients Model reads from the graph's own
+// buffers (not copies) where gorgonia shares and overwrites gradient buffers: two
+// parameters whose gradient node is one and the same (Add passes the upstream gradient
+// through to both), one of them also used elsewhere (its contributions summed by
+// gorgonia's in-place adds), a bias used twice, and an input gradient. Finite
+// differences in float64; two runs in a row give the same bits (the second must not see
+// the first's buffers); whole and in 2 parts.
+func TestModelGradientsReadInPlace(t *testing.T) {
+	ps, err := NewParams(Float64, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, a2, b *Param
+	for _, s := range []struct {
+		p     **Param
+		name  string
+		shape []int
+	}{{&a, "a", []int{4, 3}}, {&a2, "a2", []int{4, 3}}, {&b, "b", []int{3}}} {
+		if *s.p, err = ps.Root().New(s.name, s.shape, Normal(0, 0.5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mod := NewModel(ps, func(g *Graph) (Outputs, error) {
+		x := g.Input("x")
+		h := g.MatMul(x, g.Add(g.Param(a), g.Param(a2)))
+		h2 := g.MatMul(x, g.Param(a))
+		z := g.Add(g.AddBias(h, g.Param(b)), g.Tanh(g.AddBias(h2, g.Param(b))))
+		loss := g.Add(g.Sum(g.Square(g.Tanh(z))), g.Sum(g.Mul(z, h)))
+		return Outputs{Loss: loss, Batch: &Batch{Examples: x.Shape()[0], LossSum: true}}, g.Err()
+	}, 1)
+	rng := rand.New(rand.NewPCG(8, 9))
+	in := map[string]*tensor.Dense{"x": randTensor(rng, 1, 6, 4)}
+	for _, shards := range []int{1, 2} {
+		if err := mod.SetShards(shards); err != nil {
+			t.Fatal(err)
+		}
+		var first map[string][]float64
+		for run := range 2 {
+			ps.ZeroGrad()
+			res, err := mod.Run(in, RunMode{Backward: true, InputGrads: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Parts != shards {
+				t.Fatalf("shards %d: ran as %d parts", shards, res.Parts)
+			}
+			got := map[string][]float64{"input x": floats(res.InputGrads["x"])}
+			for _, p := range ps.List() {
+				got[p.Name()] = floats(p.Grad())
+			}
+			if run == 0 {
+				first = got
+				continue
+			}
+			for name, g := range got {
+				for i := range g {
+					if g[i] != first[name][i] {
+						t.Fatalf("shards %d: gradient of %s[%d] is %v in the second run, %v in the first", shards, name, i, g[i], first[name][i])
+					}
+				}
+			}
+		}
+		if worst, err := CheckGradients(mod, in, GradCheck{Inputs: true}); err != nil {
+			t.Fatalf("shards %d: %v (worst %+v)", shards, err, worst)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 
+	"github.com/locusml/locus/autodiff/internal/gradsum"
 	"github.com/locusml/locus/internal/par"
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
@@ -323,13 +324,13 @@ func (m *Model) runParts(p *shardPlan, inputs map[string]*tensor.Dense, mode Run
 		}
 	}
 	for name := range c0.values {
-		if res.Values[name], err = p.concat(p.bufValues[name], func(c *compiled) *G.Value { return c.values[name] }, nil); err != nil {
+		if res.Values[name], err = p.concat(p.bufValues[name], func(c *compiled) G.Value { return *c.values[name] }, nil); err != nil {
 			return nil, fmt.Errorf("output %q: %w", name, err)
 		}
 		p.bufValues[name] = res.Values[name]
 	}
 	for name := range c0.inputGrads {
-		if res.InputGrads[name], err = p.concat(p.bufInputGrads[name], func(c *compiled) *G.Value { return c.inputGrads[name] }, p.coef); err != nil {
+		if res.InputGrads[name], err = p.concat(p.bufInputGrads[name], func(c *compiled) G.Value { return c.inputGrads[name].Value() }, p.coef); err != nil {
 			return nil, fmt.Errorf("gradient of input %q: %w", name, err)
 		}
 		p.bufInputGrads[name] = res.InputGrads[name]
@@ -344,13 +345,13 @@ func (m *Model) runParts(p *shardPlan, inputs map[string]*tensor.Dense, mode Run
 
 // concat returns the parts' values of one output, each scaled by coef (nil: 1), stacked
 // along dimension 0 in dst when its shape fits, else in a new tensor.
-func (p *shardPlan) concat(dst *tensor.Dense, value func(*compiled) *G.Value, coef []float64) (*tensor.Dense, error) {
+func (p *shardPlan) concat(dst *tensor.Dense, value func(*compiled) G.Value, coef []float64) (*tensor.Dense, error) {
 	var shape tensor.Shape
 	k := 0
 	for i, c := range p.graphs {
-		v := asDense(*value(c))
+		v := asDense(value(c))
 		if v == nil {
-			return nil, fmt.Errorf("is %T, want a tensor", *value(c))
+			return nil, fmt.Errorf("is %T, want a tensor", value(c))
 		}
 		s := v.Shape()
 		n := p.hi[i] - p.lo[i]
@@ -362,12 +363,12 @@ func (p *shardPlan) concat(dst *tensor.Dense, value func(*compiled) *G.Value, co
 			shape = append(tensor.Shape{p.examples * k}, s[1:]...)
 		}
 	}
-	if dst == nil || !dst.Shape().Eq(shape) || dst.Dtype() != asDense(*value(p.graphs[0])).Dtype() {
-		dst = tensor.New(tensor.Of(asDense(*value(p.graphs[0])).Dtype()), tensor.WithShape(shape...))
+	if dst == nil || !dst.Shape().Eq(shape) || dst.Dtype() != asDense(value(p.graphs[0])).Dtype() {
+		dst = tensor.New(tensor.Of(asDense(value(p.graphs[0])).Dtype()), tensor.WithShape(shape...))
 	}
 	per := shape.TotalSize() / shape[0]
 	for i, c := range p.graphs {
-		v := asDense(*value(c))
+		v := asDense(value(c))
 		a := p.lo[i] * k * per
 		scale := 1.0
 		if coef != nil {
@@ -405,7 +406,7 @@ func (p *shardPlan) addGrads() error {
 	np := len(p.graphs[0].paramGrads)
 	for j, param := range order[:np] {
 		for _, c := range p.graphs {
-			if err := checkGrad(param, *c.paramGrads[j]); err != nil {
+			if err := checkGrad(param, c.paramGrads[j].Value()); err != nil {
 				return fmt.Errorf("gradient of %s: %w", param.name, err)
 			}
 		}
@@ -416,19 +417,6 @@ func (p *shardPlan) addGrads() error {
 		}
 	})
 	return nil
-}
-
-func checkGrad(param *Param, v G.Value) error {
-	var err error
-	switch param.grad.Dtype() {
-	case Float32:
-		_, err = floatData[float32](v, param.Size())
-	case Float64:
-		_, err = floatData[float64](v, param.Size())
-	default:
-		err = fmt.Errorf("dtype %v", param.grad.Dtype())
-	}
-	return err
 }
 
 func (p *shardPlan) addGrad(param *Param, j int) {
@@ -443,13 +431,17 @@ func (p *shardPlan) addGrad(param *Param, j int) {
 // the gradients' types and sizes.
 func addScaled[T float](dst []T, p *shardPlan, j int) {
 	src := func(i int) []T {
-		s, _ := floatData[T](*p.graphs[i].paramGrads[j], len(dst))
+		s, _ := floatData[T](p.graphs[i].paramGrads[j].Value(), len(dst))
 		return s
 	}
 	if len(p.graphs) == 2 {
 		a, b, ca, cb := src(0), src(1), T(p.coef[0]), T(p.coef[1])
+		if d32, ok := any(dst).([]float32); ok {
+			gradsum.AddScaled2(d32, any(a).([]float32), any(b).([]float32), float32(ca), float32(cb))
+			return
+		}
 		for k := range dst {
-			dst[k] += ca*a[k] + cb*b[k]
+			dst[k] += T(ca*a[k]) + T(cb*b[k])
 		}
 		return
 	}
