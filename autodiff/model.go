@@ -307,7 +307,11 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode, rng *rand
 			}
 		}
 	}
-	c.vm = G.NewTapeMachine(g.eg)
+	if useSumEngine {
+		c.vm = G.NewTapeMachine(g.eg, G.WithEngine(sumEngine{}))
+	} else {
+		c.vm = G.NewTapeMachine(g.eg)
+	}
 	return c, nil
 }
 
