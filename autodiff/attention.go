@@ -3,6 +3,7 @@ package autodiff
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"gorgonia.org/tensor"
 
@@ -130,10 +131,12 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk,
 	dq, dvw := d.h*d.dk, d.h*d.dv
 	scale := T(k.scale)
 	parallelFor(d.b*d.h, d.tq*d.tk*(d.dk+d.dv+4), func(lo, hi int) {
+		ldt := headStride(d.tk)
+		kt := getScratch[T](d.dk * ldt)
+		defer putScratch(kt)
 		for pair := lo; pair < hi; pair++ {
 			b, h := pair/d.h, pair%d.h
 			qh := q[b*d.tq*dq+h*d.dk:]
-			kh := kk[b*d.tk*dq+h*d.dk:]
 			vh := v[b*d.tk*dvw+h*d.dv:]
 			oh := out[b*d.tq*dvw+h*d.dv:]
 			ph := p[pair*d.tq*d.tk : (pair+1)*d.tq*d.tk]
@@ -141,6 +144,9 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk,
 			if km != nil {
 				kmb = km[b*d.tk : (b+1)*d.tk]
 			}
+			// scale·Kᵀ of the head, [dk, ldt]: the score products read it and the queries
+			// in place (no packing of a transposed B or of a scaled A per row block).
+			transposeHead(*kt, kk[b*d.tk*dq+h*d.dk:], d.tk, d.dk, dq, ldt, scale)
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
 				r1 := min(r0+rowBlock, d.tq)
 				clo, chi := keyRange(k.mask, r0, r1, d.tk)
@@ -150,7 +156,7 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk,
 					}
 					continue
 				}
-				mm(false, true, r1-r0, chi-clo, d.dk, scale, qh[r0*dq:], dq, kh[clo*dq:], dq, 0, ph[r0*d.tk+clo:], d.tk)
+				mm(false, false, r1-r0, chi-clo, d.dk, 1, qh[r0*dq:], dq, (*kt)[clo:], ldt, 0, ph[r0*d.tk+clo:], d.tk)
 				for t := r0; t < r1; t++ {
 					row := ph[t*d.tk : (t+1)*d.tk]
 					softmaxVisible(row, row, kmb, k.mask, t, clo, chi)
@@ -159,6 +165,67 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk,
 			}
 		}
 	})
+}
+
+// transposeHead sets dst[c·ldt + s] = a·x[s·ld + c] for the rows×cols block of x at row
+// stride ld: one head's keys or values, transposed. It walks eight rows of x at a time,
+// so that each column's eight values are stored together.
+func transposeHead[T float](dst, x []T, rows, cols, ld, ldt int, a T) {
+	s := 0
+	for ; s+8 <= rows; s += 8 {
+		x0 := x[s*ld : s*ld+cols]
+		x1, x2, x3 := x[(s+1)*ld:][:len(x0)], x[(s+2)*ld:][:len(x0)], x[(s+3)*ld:][:len(x0)]
+		x4, x5, x6 := x[(s+4)*ld:][:len(x0)], x[(s+5)*ld:][:len(x0)], x[(s+6)*ld:][:len(x0)]
+		x7 := x[(s+7)*ld:][:len(x0)]
+		for c, v := range x0 {
+			o := (*[8]T)(dst[c*ldt+s:])
+			o[0], o[1], o[2], o[3] = a*v, a*x1[c], a*x2[c], a*x3[c]
+			o[4], o[5], o[6], o[7] = a*x4[c], a*x5[c], a*x6[c], a*x7[c]
+		}
+	}
+	for ; s < rows; s++ {
+		for c, v := range x[s*ld : s*ld+cols] {
+			dst[c*ldt+s] = a * v
+		}
+	}
+}
+
+// headStride is the row stride of a transposed head of tk keys: a multiple of 16 (rows
+// 64-byte aligned) that is not a multiple of 64 (256 bytes in float32: rows at such
+// strides fall into few cache sets, and the transposing stores alias the loads).
+func headStride(tk int) int {
+	ld := (tk + 15) &^ 15
+	if ld%64 == 0 {
+		ld += 16
+	}
+	return ld
+}
+
+// scratch32 and scratch64 hold the per-goroutine scratch slices of the attention ops.
+var scratch32, scratch64 = sync.Pool{New: func() any { return new([]float32) }}, sync.Pool{New: func() any { return new([]float64) }}
+
+// getScratch returns a scratch slice of length n from the pool of T (contents undefined);
+// putScratch gives it back.
+func getScratch[T float](n int) *[]T {
+	var s *[]T
+	if _, f32 := any(T(0)).(float32); f32 {
+		s = scratch32.Get().(*[]T)
+	} else {
+		s = scratch64.Get().(*[]T)
+	}
+	if cap(*s) < n {
+		*s = make([]T, n)
+	}
+	*s = (*s)[:n]
+	return s
+}
+
+func putScratch[T float](s *[]T) {
+	if _, f32 := any(T(0)).(float32); f32 {
+		scratch32.Put(s)
+	} else {
+		scratch64.Put(s)
+	}
 }
 
 func (k *attentionKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
