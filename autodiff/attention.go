@@ -8,6 +8,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff/internal/gemm"
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // Attention is fused multi-head scaled dot-product attention: with queries q
@@ -61,12 +62,14 @@ type attentionKernel struct {
 	mask      Mask
 	keyMasked bool
 	keyMask   *Node // the key mask input, for LocalMeanWeights
-	// Weights of the last forward pass and the score gradients of the last backward
-	// pass, [B, H, Tq, Tk]; dsGen == gen when ds belongs to the current pass. Only the
-	// key blocks that keyRange leaves visible are written and read.
-	p32, ds32  []float32
-	p64, ds64  []float64
-	gen, dsGen int
+	// Weights of the last forward pass, [B, H, Tq, Tk]; only the key blocks that keyRange
+	// leaves visible are written and read.
+	p32 []float32
+	p64 []float64
+	// Gradients of q, k and v computed ahead by the first backward call of a pass (gradGen
+	// == gen), which wrote its own input's (gradAt) into its dst.
+	grads                []*tensor.Dense
+	gen, gradGen, gradAt int
 }
 
 func (k *attentionKernel) opName() string { return "Attention" }
@@ -228,99 +231,105 @@ func putScratch[T float](s *[]T) {
 	}
 }
 
-func (k *attentionKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+func (k *attentionKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
+	if k.gradGen == k.gen && k.gradAt != wrt && len(k.grads) == len(in) {
+		copyGrad(dst, k.grads[wrt])
+		return nil
+	}
+	// The first call of a pass computes the gradients of q, k and v together, its own
+	// into dst and the others into k.grads for the calls that follow.
+	k.grads = gradBuffers(k.grads, in)
 	d := k.dims(in)
 	switch in[0].Dtype() {
 	case Float32:
-		q := in[0].Float32s()
-		if len(k.ds32) != len(k.p32) {
-			k.ds32 = make([]float32, len(k.p32))
-		}
-		attnBackward(k, d, wrt, gemm.Sgemm, q, in[1].Float32s(), in[2].Float32s(), k.p32, k.ds32, gout.Float32s(), dst.Float32s())
+		gr := [3][]float32{k.grads[0].Float32s(), k.grads[1].Float32s(), k.grads[2].Float32s()}
+		gr[wrt] = dst.Float32s()
+		attnBackward(k, d, gemm.Sgemm, in[0].Float32s(), in[1].Float32s(), in[2].Float32s(), k.p32,
+			out.Float32s(), gout.Float32s(), gr)
 	case Float64:
-		q := in[0].Float64s()
-		if len(k.ds64) != len(k.p64) {
-			k.ds64 = make([]float64, len(k.p64))
-		}
-		attnBackward(k, d, wrt, gemm.Dgemm, q, in[1].Float64s(), in[2].Float64s(), k.p64, k.ds64, gout.Float64s(), dst.Float64s())
+		gr := [3][]float64{k.grads[0].Float64s(), k.grads[1].Float64s(), k.grads[2].Float64s()}
+		gr[wrt] = dst.Float64s()
+		attnBackward(k, d, gemm.Dgemm, in[0].Float64s(), in[1].Float64s(), in[2].Float64s(), k.p64,
+			out.Float64s(), gout.Float64s(), gr)
 	}
+	k.gradGen, k.gradAt = k.gen, wrt
 	return nil
 }
 
-// attnBackward writes the gradient with respect to the queries (wrt 0), keys (1) or
-// values (2) into dst. With G = ∂L/∂out per head, dV = Pᵀ·G; the score gradients
-// dS = scale·P ⊙ (G·Vᵀ − rowsum(P ⊙ G·Vᵀ)) are computed once per pass and give
-// dQ = dS·K and dK = dSᵀ·Q.
-func attnBackward[T float](k *attentionKernel, d attnDims, wrt int, mm gemmFunc[T], q, kk, v, p, ds, gy, dst []T) {
+// attnBackward writes the gradients with respect to the queries, keys and values into
+// gr[0], gr[1] and gr[2] in one pass per head and block of query rows. With G = ∂L/∂out
+// and O = out per head, dV = Pᵀ·G, and the score gradients
+// dS = scale·P ⊙ (G·Vᵀ − δ), δ_t = G_t·O_t = Σ_s P_ts (G·Vᵀ)_ts (THEORY.md §8: the
+// weighted mean of the weight gradients), give dQ = dS·K and dK = dSᵀ·Q; dS lives only
+// for its block.
+func attnBackward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk, v, p, out, gy []T, gr [3][]T) {
 	dq, dvw := d.h*d.dk, d.h*d.dv
-	if wrt != 2 && k.dsGen != k.gen {
-		scale := T(k.scale)
-		parallelFor(d.b*d.h, d.tq*d.tk*(d.dv+2), func(lo, hi int) {
-			for pair := lo; pair < hi; pair++ {
-				b, h := pair/d.h, pair%d.h
-				vh := v[b*d.tk*dvw+h*d.dv:]
-				gh := gy[b*d.tq*dvw+h*d.dv:]
-				ph := p[pair*d.tq*d.tk : (pair+1)*d.tq*d.tk]
-				dsh := ds[pair*d.tq*d.tk : (pair+1)*d.tq*d.tk]
-				for r0 := 0; r0 < d.tq; r0 += rowBlock {
-					r1 := min(r0+rowBlock, d.tq)
-					clo, chi := keyRange(k.mask, r0, r1, d.tk)
-					if chi <= clo {
-						continue
-					}
-					mm(false, true, r1-r0, chi-clo, d.dv, 1, gh[r0*dvw:], dvw, vh[clo*dvw:], dvw, 0, dsh[r0*d.tk+clo:], d.tk)
-					for t := r0; t < r1; t++ {
-						pr, dr := ph[t*d.tk+clo:t*d.tk+chi], dsh[t*d.tk+clo:t*d.tk+chi]
-						dr = dr[:len(pr)]
-						var c T
-						for j, w := range pr {
-							c += w * dr[j]
-						}
-						for j, w := range pr {
-							dr[j] = scale * w * (dr[j] - c)
-						}
-					}
-				}
-			}
-		})
-		k.dsGen = k.gen
-	}
-	parallelFor(d.b*d.h, d.tq*d.tk*(d.dk+1), func(lo, hi int) {
+	scale := T(k.scale)
+	parallelFor(d.b*d.h, d.tq*d.tk*(2*d.dk+2*d.dv+4), func(lo, hi int) {
+		ldt := headStride(d.tk)
+		vt := getScratch[T](d.dv * ldt)
+		defer putScratch(vt)
+		ds := getScratch[T](rowBlock * d.tk)
+		defer putScratch(ds)
 		for pair := lo; pair < hi; pair++ {
 			b, h := pair/d.h, pair%d.h
-			var dh []T // this head's block of dst
-			ld, width, rows := dq, d.dk, d.tk
-			switch wrt {
-			case 0:
-				dh, rows = dst[b*d.tq*dq+h*d.dk:], d.tq
-			case 1:
-				dh = dst[b*d.tk*dq+h*d.dk:]
-			case 2:
-				dh, ld, width = dst[b*d.tk*dvw+h*d.dv:], dvw, d.dv
-			}
-			for t := range rows {
-				clear(dh[t*ld : t*ld+width])
-			}
+			qh, kh := q[b*d.tq*dq+h*d.dk:], kk[b*d.tk*dq+h*d.dk:]
+			gh, oh := gy[b*d.tq*dvw+h*d.dv:], out[b*d.tq*dvw+h*d.dv:]
+			dqh, dkh, dvh := gr[0][b*d.tq*dq+h*d.dk:], gr[1][b*d.tk*dq+h*d.dk:], gr[2][b*d.tk*dvw+h*d.dv:]
 			ph := p[pair*d.tq*d.tk : (pair+1)*d.tq*d.tk]
-			dsh := ds[pair*d.tq*d.tk : (pair+1)*d.tq*d.tk]
+			for s := range d.tk {
+				clear(dkh[s*dq : s*dq+d.dk])
+				clear(dvh[s*dvw : s*dvw+d.dv])
+			}
+			transposeHead(*vt, v[b*d.tk*dvw+h*d.dv:], d.tk, d.dv, dvw, ldt, 1)
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
 				r1 := min(r0+rowBlock, d.tq)
+				rb := r1 - r0
 				clo, chi := keyRange(k.mask, r0, r1, d.tk)
 				if chi <= clo {
+					for t := r0; t < r1; t++ {
+						clear(dqh[t*dq : t*dq+d.dk])
+					}
 					continue
 				}
-				switch wrt {
-				case 0: // dQ[r0:r1] = dS[r0:r1, clo:chi]·K[clo:chi]
-					kh := kk[b*d.tk*dq+h*d.dk:]
-					mm(false, false, r1-r0, d.dk, chi-clo, 1, dsh[r0*d.tk+clo:], d.tk, kh[clo*dq:], dq, 0, dh[r0*dq:], dq)
-				case 1: // dK[clo:chi] += dS[r0:r1, clo:chi]ᵀ·Q[r0:r1]
-					qh := q[b*d.tq*dq+h*d.dk:]
-					mm(true, false, chi-clo, d.dk, r1-r0, 1, dsh[r0*d.tk+clo:], d.tk, qh[r0*dq:], dq, 1, dh[clo*dq:], dq)
-				case 2: // dV[clo:chi] += P[r0:r1, clo:chi]ᵀ·G[r0:r1]
-					gh := gy[b*d.tq*dvw+h*d.dv:]
-					mm(true, false, chi-clo, d.dv, r1-r0, 1, ph[r0*d.tk+clo:], d.tk, gh[r0*dvw:], dvw, 1, dh[clo*dvw:], dvw)
+				w := chi - clo
+				// dV[clo:chi] += P[r0:r1, clo:chi]ᵀ·G[r0:r1]
+				mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, gh[r0*dvw:], dvw, 1, dvh[clo*dvw:], dvw)
+				// dS = G[r0:r1]·V[clo:chi]ᵀ, then scale·P ⊙ (dS − δ) row by row
+				c := (*ds)[:rb*w]
+				mm(false, false, rb, w, d.dv, 1, gh[r0*dvw:], dvw, (*vt)[clo:], ldt, 0, c, w)
+				for i := range rb {
+					t := r0 + i
+					delta := dotRow(gh[t*dvw:t*dvw+d.dv], oh[t*dvw:t*dvw+d.dv])
+					scoreGrad(c[i*w:(i+1)*w], ph[t*d.tk+clo:t*d.tk+chi], delta, scale)
 				}
+				// dQ[r0:r1] = dS·K[clo:chi], dK[clo:chi] += dSᵀ·Q[r0:r1]
+				mm(false, false, rb, d.dk, w, 1, c, w, kh[clo*dq:], dq, 0, dqh[r0*dq:], dq)
+				mm(true, false, w, d.dk, rb, 1, c, w, qh[r0*dq:], dq, 1, dkh[clo*dq:], dq)
 			}
 		}
 	})
+}
+
+// dotRow returns Σ x[i]·y[i] in T, in order.
+func dotRow[T float](x, y []T) T {
+	y = y[:len(x)]
+	var s T
+	for i, v := range x {
+		s += v * y[i]
+	}
+	return s
+}
+
+// scoreGrad sets d[j] = (scale·p[j])·(d[j] − delta), on package vmath's vector kernel in
+// float32.
+func scoreGrad[T float](d, p []T, delta, scale T) {
+	if d32, ok := any(d).([]float32); ok {
+		vmath.ScoreGrad(d32, any(p).([]float32), float32(delta), float32(scale))
+		return
+	}
+	p = p[:len(d)]
+	for j, x := range p {
+		d[j] = scale * x * (d[j] - delta)
+	}
 }
