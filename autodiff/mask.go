@@ -107,6 +107,10 @@ func softmaxVisible[T float](s, w, km []T, m Mask, t, clo, chi int) {
 			}
 		}
 	}
+	if r32, ok := any(row).([]float32); ok {
+		vmath.Softmax(r32) // the steps below, bit for bit, in one call
+		return
+	}
 	mx := maxOf(row)
 	switch {
 	case math.IsInf(float64(mx), -1):

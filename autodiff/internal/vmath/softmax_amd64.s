@@ -1,0 +1,275 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// The constants, EXP8 and the tail masks of vmath_amd64.s, repeated: assembler macros
+// and <> symbols are private to their file.
+
+DATA vconst<>+0(SB)/4, $0xc2aeac4f
+DATA vconst<>+4(SB)/4, $0xc2aeac4f
+DATA vconst<>+8(SB)/4, $0xc2aeac4f
+DATA vconst<>+12(SB)/4, $0xc2aeac4f
+DATA vconst<>+16(SB)/4, $0xc2aeac4f
+DATA vconst<>+20(SB)/4, $0xc2aeac4f
+DATA vconst<>+24(SB)/4, $0xc2aeac4f
+DATA vconst<>+28(SB)/4, $0xc2aeac4f
+DATA vconst<>+32(SB)/4, $0x42b00000
+DATA vconst<>+36(SB)/4, $0x42b00000
+DATA vconst<>+40(SB)/4, $0x42b00000
+DATA vconst<>+44(SB)/4, $0x42b00000
+DATA vconst<>+48(SB)/4, $0x42b00000
+DATA vconst<>+52(SB)/4, $0x42b00000
+DATA vconst<>+56(SB)/4, $0x42b00000
+DATA vconst<>+60(SB)/4, $0x42b00000
+DATA vconst<>+64(SB)/4, $0x3fb8aa3b
+DATA vconst<>+68(SB)/4, $0x3fb8aa3b
+DATA vconst<>+72(SB)/4, $0x3fb8aa3b
+DATA vconst<>+76(SB)/4, $0x3fb8aa3b
+DATA vconst<>+80(SB)/4, $0x3fb8aa3b
+DATA vconst<>+84(SB)/4, $0x3fb8aa3b
+DATA vconst<>+88(SB)/4, $0x3fb8aa3b
+DATA vconst<>+92(SB)/4, $0x3fb8aa3b
+DATA vconst<>+96(SB)/4, $0x4b400000
+DATA vconst<>+100(SB)/4, $0x4b400000
+DATA vconst<>+104(SB)/4, $0x4b400000
+DATA vconst<>+108(SB)/4, $0x4b400000
+DATA vconst<>+112(SB)/4, $0x4b400000
+DATA vconst<>+116(SB)/4, $0x4b400000
+DATA vconst<>+120(SB)/4, $0x4b400000
+DATA vconst<>+124(SB)/4, $0x4b400000
+DATA vconst<>+128(SB)/4, $0x3f318000
+DATA vconst<>+132(SB)/4, $0x3f318000
+DATA vconst<>+136(SB)/4, $0x3f318000
+DATA vconst<>+140(SB)/4, $0x3f318000
+DATA vconst<>+144(SB)/4, $0x3f318000
+DATA vconst<>+148(SB)/4, $0x3f318000
+DATA vconst<>+152(SB)/4, $0x3f318000
+DATA vconst<>+156(SB)/4, $0x3f318000
+DATA vconst<>+160(SB)/4, $0xb95e8083
+DATA vconst<>+164(SB)/4, $0xb95e8083
+DATA vconst<>+168(SB)/4, $0xb95e8083
+DATA vconst<>+172(SB)/4, $0xb95e8083
+DATA vconst<>+176(SB)/4, $0xb95e8083
+DATA vconst<>+180(SB)/4, $0xb95e8083
+DATA vconst<>+184(SB)/4, $0xb95e8083
+DATA vconst<>+188(SB)/4, $0xb95e8083
+DATA vconst<>+192(SB)/4, $0x39506967
+DATA vconst<>+196(SB)/4, $0x39506967
+DATA vconst<>+200(SB)/4, $0x39506967
+DATA vconst<>+204(SB)/4, $0x39506967
+DATA vconst<>+208(SB)/4, $0x39506967
+DATA vconst<>+212(SB)/4, $0x39506967
+DATA vconst<>+216(SB)/4, $0x39506967
+DATA vconst<>+220(SB)/4, $0x39506967
+DATA vconst<>+224(SB)/4, $0x3ab743ce
+DATA vconst<>+228(SB)/4, $0x3ab743ce
+DATA vconst<>+232(SB)/4, $0x3ab743ce
+DATA vconst<>+236(SB)/4, $0x3ab743ce
+DATA vconst<>+240(SB)/4, $0x3ab743ce
+DATA vconst<>+244(SB)/4, $0x3ab743ce
+DATA vconst<>+248(SB)/4, $0x3ab743ce
+DATA vconst<>+252(SB)/4, $0x3ab743ce
+DATA vconst<>+256(SB)/4, $0x3c088908
+DATA vconst<>+260(SB)/4, $0x3c088908
+DATA vconst<>+264(SB)/4, $0x3c088908
+DATA vconst<>+268(SB)/4, $0x3c088908
+DATA vconst<>+272(SB)/4, $0x3c088908
+DATA vconst<>+276(SB)/4, $0x3c088908
+DATA vconst<>+280(SB)/4, $0x3c088908
+DATA vconst<>+284(SB)/4, $0x3c088908
+DATA vconst<>+288(SB)/4, $0x3d2aa9c1
+DATA vconst<>+292(SB)/4, $0x3d2aa9c1
+DATA vconst<>+296(SB)/4, $0x3d2aa9c1
+DATA vconst<>+300(SB)/4, $0x3d2aa9c1
+DATA vconst<>+304(SB)/4, $0x3d2aa9c1
+DATA vconst<>+308(SB)/4, $0x3d2aa9c1
+DATA vconst<>+312(SB)/4, $0x3d2aa9c1
+DATA vconst<>+316(SB)/4, $0x3d2aa9c1
+DATA vconst<>+320(SB)/4, $0x3e2aaaaa
+DATA vconst<>+324(SB)/4, $0x3e2aaaaa
+DATA vconst<>+328(SB)/4, $0x3e2aaaaa
+DATA vconst<>+332(SB)/4, $0x3e2aaaaa
+DATA vconst<>+336(SB)/4, $0x3e2aaaaa
+DATA vconst<>+340(SB)/4, $0x3e2aaaaa
+DATA vconst<>+344(SB)/4, $0x3e2aaaaa
+DATA vconst<>+348(SB)/4, $0x3e2aaaaa
+DATA vconst<>+352(SB)/4, $0x3f000000
+DATA vconst<>+356(SB)/4, $0x3f000000
+DATA vconst<>+360(SB)/4, $0x3f000000
+DATA vconst<>+364(SB)/4, $0x3f000000
+DATA vconst<>+368(SB)/4, $0x3f000000
+DATA vconst<>+372(SB)/4, $0x3f000000
+DATA vconst<>+376(SB)/4, $0x3f000000
+DATA vconst<>+380(SB)/4, $0x3f000000
+DATA vconst<>+384(SB)/4, $0x3f800000
+DATA vconst<>+388(SB)/4, $0x3f800000
+DATA vconst<>+392(SB)/4, $0x3f800000
+DATA vconst<>+396(SB)/4, $0x3f800000
+DATA vconst<>+400(SB)/4, $0x3f800000
+DATA vconst<>+404(SB)/4, $0x3f800000
+DATA vconst<>+408(SB)/4, $0x3f800000
+DATA vconst<>+412(SB)/4, $0x3f800000
+DATA vconst<>+416(SB)/4, $0xbfcc422a
+DATA vconst<>+420(SB)/4, $0xbfcc422a
+DATA vconst<>+424(SB)/4, $0xbfcc422a
+DATA vconst<>+428(SB)/4, $0xbfcc422a
+DATA vconst<>+432(SB)/4, $0xbfcc422a
+DATA vconst<>+436(SB)/4, $0xbfcc422a
+DATA vconst<>+440(SB)/4, $0xbfcc422a
+DATA vconst<>+444(SB)/4, $0xbfcc422a
+DATA vconst<>+448(SB)/4, $0xbd922279
+DATA vconst<>+452(SB)/4, $0xbd922279
+DATA vconst<>+456(SB)/4, $0xbd922279
+DATA vconst<>+460(SB)/4, $0xbd922279
+DATA vconst<>+464(SB)/4, $0xbd922279
+DATA vconst<>+468(SB)/4, $0xbd922279
+DATA vconst<>+472(SB)/4, $0xbd922279
+DATA vconst<>+476(SB)/4, $0xbd922279
+DATA vconst<>+480(SB)/4, $0x7f
+DATA vconst<>+484(SB)/4, $0x7f
+DATA vconst<>+488(SB)/4, $0x7f
+DATA vconst<>+492(SB)/4, $0x7f
+DATA vconst<>+496(SB)/4, $0x7f
+DATA vconst<>+500(SB)/4, $0x7f
+DATA vconst<>+504(SB)/4, $0x7f
+DATA vconst<>+508(SB)/4, $0x7f
+GLOBL vconst<>(SB), RODATA|NOPTR, $512
+
+#define C_lo vconst<>+0(SB)
+#define C_hi vconst<>+32(SB)
+#define C_log2e vconst<>+64(SB)
+#define C_magic vconst<>+96(SB)
+#define C_ln2hi vconst<>+128(SB)
+#define C_ln2lo vconst<>+160(SB)
+#define C_p0 vconst<>+192(SB)
+#define C_p1 vconst<>+224(SB)
+#define C_p2 vconst<>+256(SB)
+#define C_p3 vconst<>+288(SB)
+#define C_p4 vconst<>+320(SB)
+#define C_p5 vconst<>+352(SB)
+#define C_one vconst<>+384(SB)
+#define C_k1 vconst<>+416(SB)
+#define C_k2 vconst<>+448(SB)
+#define C_i127 vconst<>+480(SB)
+
+// EXP8 sets Y0 = exp(Y0) for eight float32 lanes (Cephes expf; arguments clamped to
+// [−87.34, 88]); it clobbers Y1, Y2 and Y3.
+#define EXP8 \
+	VMAXPS C_lo, Y0, Y0 \
+	VMINPS C_hi, Y0, Y0 \
+	VMOVUPS C_log2e, Y1 \
+	VFMADD213PS C_magic, Y0, Y1 \
+	VSUBPS C_magic, Y1, Y2 \
+	VPSUBD C_magic, Y1, Y1 \
+	VFNMADD231PS C_ln2hi, Y2, Y0 \
+	VFNMADD231PS C_ln2lo, Y2, Y0 \
+	VMOVUPS C_p0, Y2 \
+	VFMADD213PS C_p1, Y0, Y2 \
+	VFMADD213PS C_p2, Y0, Y2 \
+	VFMADD213PS C_p3, Y0, Y2 \
+	VFMADD213PS C_p4, Y0, Y2 \
+	VFMADD213PS C_p5, Y0, Y2 \
+	VMULPS Y0, Y0, Y3 \
+	VADDPS C_one, Y0, Y0 \
+	VFMADD231PS Y3, Y2, Y0 \
+	VPADDD C_i127, Y1, Y1 \
+	VPSLLD $23, Y1, Y1 \
+	VMULPS Y1, Y0, Y0
+
+// tailmask<>+32−4r holds eight dwords, the first r all ones: a load and store mask
+// for the last r < 8 elements.
+DATA tailmask<>+0(SB)/8, $-1
+DATA tailmask<>+8(SB)/8, $-1
+DATA tailmask<>+16(SB)/8, $-1
+DATA tailmask<>+24(SB)/8, $-1
+DATA tailmask<>+32(SB)/8, $0
+DATA tailmask<>+40(SB)/8, $0
+DATA tailmask<>+48(SB)/8, $0
+DATA tailmask<>+56(SB)/8, $0
+GLOBL tailmask<>(SB), RODATA|NOPTR, $64
+
+// func softmaxExpScaleAVX2(x *float32, n int, shift float32)
+// x[i] = exp(x[i] − shift) in place, 0 where x[i] − shift < C_lo or is NaN (as
+// expShiftSumAVX2), s = their sum in ExpShiftSum's order (eight partials, combined
+// pairwise), then x[i] = (1/s)·x[i]; n > 0, and s ≥ 1 (shift is the maximum of x).
+// The last n mod 8 elements are loaded masked and stored one by one.
+TEXT ·softmaxExpScaleAVX2(SB), NOSPLIT, $32-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS shift+16(FP), Y7
+	MOVQ SI, DI
+	MOVQ CX, R8
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   etail
+eloop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5 // Y5 = Y0 ≥ C_lo (ordered: false for NaN)
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VMOVUPS Y0, (SI)
+	VADDPS Y0, Y6, Y6
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  eloop
+etail:
+	TESTQ DX, DX
+	JZ   esum
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, DX
+	SUBQ DX, AX
+	VMOVUPS (AX), Y4
+	VMASKMOVPS (SI), Y4, Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5
+	VANDPS Y4, Y5, Y5 // and only the tail's lanes
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VADDPS Y0, Y6, Y6
+	// The tail's lanes go back one by one (a masked store is slow on some CPUs).
+	VMOVUPS Y0, buf-32(SP)
+	SHRQ $2, DX
+	XORQ AX, AX
+etail1:
+	MOVL buf-32(SP)(AX*4), BX
+	MOVL BX, (SI)(AX*4)
+	INCQ AX
+	CMPQ AX, DX
+	JNE  etail1
+esum:
+	// s[j] += s[j+4], s[j] += s[j+2], s[0] += s[1]
+	VEXTRACTF128 $1, Y6, X1
+	VADDPS X1, X6, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS C_one, X1
+	VDIVSS X0, X1, X1 // 1/s
+	VBROADCASTSS X1, Y1
+	MOVQ R8, CX
+	MOVQ R8, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   stail
+sloop:
+	VMULPS (DI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  sloop
+stail:
+	TESTQ DX, DX
+	JZ   sdone
+stail1:
+	VMULSS (DI), X1, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	DECQ DX
+	JNZ  stail1
+sdone:
+	VZEROUPPER
+	RET
