@@ -171,9 +171,14 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk,
 }
 
 // transposeHead sets dst[c·ldt + s] = a·x[s·ld + c] for the rows×cols block of x at row
-// stride ld: one head's keys or values, transposed. It walks eight rows of x at a time,
-// so that each column's eight values are stored together.
+// stride ld: one head's keys or values, transposed. In float32 it runs on package
+// vmath's 8×8 register tiles; in float64 it walks eight rows of x at a time, so that each
+// column's eight values are stored together.
 func transposeHead[T float](dst, x []T, rows, cols, ld, ldt int, a T) {
+	if d32, ok := any(dst).([]float32); ok {
+		vmath.Transpose(d32, ldt, any(x).([]float32), ld, rows, cols, float32(a))
+		return
+	}
 	s := 0
 	for ; s+8 <= rows; s += 8 {
 		x0 := x[s*ld : s*ld+cols]
