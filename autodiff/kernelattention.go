@@ -94,8 +94,17 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
 		sc := newPairScratch(d.tk, d.tq, d.tk)
 		var eb []float64 // exp(bias − max bias), for a direct kernel
+		ldt := headStride(d.tk)
+		var kt *[]T // the problem's Kᵀ, [d, ldt]: the dot products read it in place
+		if needQK {
+			kt = getScratch[T](d.d * ldt)
+			defer putScratch(kt)
+		}
 		for pi := plo; pi < phi; pi++ {
 			pr := tiledProblem(&k.pairSpec, d, a, pi)
+			if needQK {
+				transposeHead(*kt, pr.k, d.tk, d.d, d.lq, ldt, 1)
+			}
 			if direct != nil && pr.bias != nil {
 				eb = expBias(pr.bias, eb)
 			}
@@ -116,7 +125,7 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 					continue
 				}
 				if needQK {
-					mm(false, true, r1-r0, chi-clo, d.d, 1, pr.q[r0*d.lq:], d.lq, pr.k[clo*d.lq:], d.lq, 0, dh[r0*d.tk+clo:], d.tk)
+					mm(false, false, r1-r0, chi-clo, d.d, 1, pr.q[r0*d.lq:], d.lq, (*kt)[clo:], ldt, 0, dh[r0*d.tk+clo:], d.tk)
 				}
 				for t := r0; t < r1; t++ {
 					row := ph[t*d.tk : (t+1)*d.tk]
@@ -275,8 +284,17 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 		c := make([]T, rowBlock*d.tk)
 		rs := make([]float64, rowBlock)
 		cs := make([]float64, d.tk)
+		ldt := headStride(d.tk)
+		var vt *[]T // the problem's Vᵀ, [dv, ldt]: dm·vᵀ reads it in place
+		if needScores {
+			vt = getScratch[T](d.dv * ldt)
+			defer putScratch(vt)
+		}
 		for pi := plo; pi < phi; pi++ {
 			pr := tiledProblem(&k.pairSpec, d, a, pi)
+			if needScores {
+				transposeHead(*vt, pr.v, d.tk, d.dv, d.lv, ldt, 1)
+			}
 			op := out[d.off(pi, d.tq, d.dv, d.lv):]
 			dmp := dm[d.off(pi, d.tq, d.dv, d.lv):]
 			dq := gr.q[d.off(pi, d.tq, d.d, d.lq):]
@@ -303,7 +321,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 				if !needScores {
 					continue
 				}
-				mm(false, true, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, pr.v[clo*d.lv:], d.lv, 0, c, w) // dm·vᵀ
+				mm(false, false, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, (*vt)[clo:], ldt, 0, c, w) // dm·vᵀ
 				for i := range rb {
 					t := r0 + i
 					crow := c[i*w : (i+1)*w]
