@@ -45,6 +45,9 @@ type kernelAttention struct {
 	// the dot products q·k; only the key blocks that keyRange leaves visible are written.
 	p32, dots32 []float32
 	p64, dots64 []float64
+	// norms holds, per problem, the squared norms ‖q_t‖² (Tq) and ‖k_s‖² (Tk) of the last
+	// forward pass when the kernel reads squared distances; the backward pass reuses them.
+	norms []float64
 	// Gradients of every input, computed together by the first backward call of a pass.
 	grads        []*tensor.Dense
 	gen, gradGen int
@@ -66,6 +69,9 @@ func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	n := d.n * d.tq * d.tk
 	dots := k.useDot || k.useDist
 	k.gen++
+	if k.useDist {
+		k.norms = resized(k.norms, d.n*(d.tq+d.tk))
+	}
 	switch in[0].Dtype() {
 	case Float32:
 		k.p32 = resized(k.p32, n)
@@ -114,7 +120,11 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 			if needQK {
 				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
 			}
-			problemNorms(&k.pairSpec, d, &pr, &sc)
+			if problemNorms(&k.pairSpec, d, &pr, &sc) {
+				nb := k.norms[pi*(d.tq+d.tk) : (pi+1)*(d.tq+d.tk)]
+				copy(nb, sc.qq[:d.tq])
+				copy(nb[d.tq:], sc.kk[:d.tk])
+			}
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
 				r1 := min(r0+rowBlock, d.tq)
 				clo, chi := keyRange(k.mask, r0, r1, d.tk)
@@ -208,10 +218,18 @@ func directWeights[T float](k *kernelAttention, kern DirectPairKernel, pr *probl
 			}
 		}
 	}
-	var sum float64
-	for _, x := range kv {
-		sum += x
+	var s0, s1, s2, s3 float64 // four partial sums: one would wait for each addition
+	j := 0
+	for ; j+4 <= len(kv); j += 4 {
+		s0 += kv[j]
+		s1 += kv[j+1]
+		s2 += kv[j+2]
+		s3 += kv[j+3]
 	}
+	for ; j < len(kv); j++ {
+		s0 += kv[j]
+	}
+	sum := (s0 + s1) + (s2 + s3)
 	w := row[lo:hi]
 	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
@@ -305,7 +323,9 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 			if needQK {
 				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
 			}
-			if problemNorms(&k.pairSpec, d, &pr, &sc) {
+			if k.useDist { // the forward pass's squared norms
+				nb := k.norms[pi*(d.tq+d.tk) : (pi+1)*(d.tq+d.tk)]
+				sc.qq, sc.kk = nb[:d.tq], nb[d.tq:]
 				clear(cs)
 			}
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
