@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // LayerNorm normalises x over its last axis with PyTorch's nn.LayerNorm semantics:
@@ -97,12 +99,15 @@ func reduceCols[T float](rows, cols int, acc []float64, dst []T, row func(r, lo 
 }
 
 // layerNormKernel implements Graph.LayerNorm. Inputs: x, weight[, bias]. Forward caches
-// each row's mean and reciprocal standard deviation for backward.
+// each row's mean and reciprocal standard deviation for backward. The weight and bias
+// gradients are computed together in one pass over x and the output gradient, by
+// whichever of the two backward calls comes first; the other takes its cached sums.
 type layerNormKernel struct {
-	eps        float64
-	bias       bool
-	mean, rstd []float64 // per row, written by forward
-	acc        []float64 // per column scratch for the weight and bias gradients
+	eps          float64
+	bias         bool
+	mean, rstd   []float64 // per row, written by forward
+	accW, accB   []float64 // per column sums of the weight and bias gradients
+	haveW, haveB bool      // accW, accB hold this pass's sums, not yet handed out
 }
 
 func (k *layerNormKernel) opName() string { return "LayerNorm" }
@@ -124,8 +129,9 @@ func (k *layerNormKernel) outShape(in []tensor.Shape) (tensor.Shape, error) {
 func (k *layerNormKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	rows, cols := lastAxis(in[0].Shape())
 	k.mean, k.rstd = grow(k.mean, rows), grow(k.rstd, rows)
+	k.haveW, k.haveB = false, false
 	if isF32(in[0]) {
-		layerNormForward[float32](k, in, out, rows, cols)
+		layerNormForward32(k, in, out, rows, cols)
 	} else {
 		layerNormForward[float64](k, in, out, rows, cols)
 	}
@@ -155,6 +161,26 @@ func layerNormForward[T float](k *layerNormKernel, in []*tensor.Dense, out *tens
 			for j, v := range xr {
 				yr[j] = T((float64(v)-mu)*rstd*float64(w[j]) + float64(b[j]))
 			}
+		}
+	})
+}
+
+// layerNormForward32 is layerNormForward on the vector row kernels: float64 arithmetic
+// as there, the row sums in vmath's fixed order of sixteen partial sums.
+func layerNormForward32(k *layerNormKernel, in []*tensor.Dense, out *tensor.Dense, rows, cols int) {
+	x, w, y := in[0].Float32s(), in[1].Float32s(), out.Float32s()
+	var b []float32
+	if k.bias {
+		b = in[2].Float32s()
+	}
+	n := float64(cols)
+	parallelFor(rows, cols*2, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr := x[r*cols : (r+1)*cols]
+			mu := vmath.Sum64(xr) / n
+			rstd := 1 / math.Sqrt(vmath.SqDev64(xr, mu)/n+k.eps)
+			k.mean[r], k.rstd[r] = mu, rstd
+			vmath.NormAffine(xr, w, b, y[r*cols:(r+1)*cols], mu, rstd)
 		}
 	})
 }
@@ -201,58 +227,131 @@ func (k *layerNormKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *te
 	if len(k.mean) != rows {
 		return fmt.Errorf("backward ran before forward")
 	}
-	if wrt > 0 {
-		k.acc = grow(k.acc, cols)
+	f32 := isF32(in[0])
+	if wrt == 0 {
+		if f32 {
+			layerNormInputGrad32(k, in, gout, dst, rows, cols)
+		} else {
+			layerNormInputGrad[float64](k, in, gout, dst, rows, cols)
+		}
+		return nil
 	}
-	if isF32(in[0]) {
-		layerNormBackward[float32](k, wrt, in, gout, dst, rows, cols)
+	have := &k.haveW
+	if wrt == 2 {
+		have = &k.haveB
+	}
+	if !*have {
+		k.accW = grow(k.accW, cols)
+		if k.bias {
+			k.accB = grow(k.accB, cols)
+		}
+		if f32 {
+			layerNormParamGrads32(k, in[0].Float32s(), gout.Float32s(), rows, cols)
+		} else {
+			layerNormParamGrads(k, in[0].Float64s(), gout.Float64s(), rows, cols)
+		}
+		k.haveW, k.haveB = true, k.bias
+	}
+	*have = false
+	acc := k.accW
+	if wrt == 2 {
+		acc = k.accB
+	}
+	if f32 {
+		copyConv(dst.Float32s(), acc)
 	} else {
-		layerNormBackward[float64](k, wrt, in, gout, dst, rows, cols)
+		copy(dst.Float64s(), acc)
 	}
 	return nil
 }
 
-// layerNormBackward: with ĥ = (x − μ)·rstd and dĥ = g ⊙ w,
-// dx = rstd · (dĥ − mean(dĥ) − ĥ · mean(dĥ ⊙ ĥ)), dw = Σ_rows g ⊙ ĥ, db = Σ_rows g.
-func layerNormBackward[T float](k *layerNormKernel, wrt int, in []*tensor.Dense, gout, dst *tensor.Dense, rows, cols int) {
+// copyConv sets dst[i] = float32(src[i]).
+func copyConv(dst []float32, src []float64) {
+	for i, v := range src[:len(dst)] {
+		dst[i] = float32(v)
+	}
+}
+
+// layerNormInputGrad: with ĥ = (x − μ)·rstd and dĥ = g ⊙ w,
+// dx = rstd · (dĥ − mean(dĥ) − ĥ · mean(dĥ ⊙ ĥ)).
+func layerNormInputGrad[T float](k *layerNormKernel, in []*tensor.Dense, gout, dst *tensor.Dense, rows, cols int) {
 	x, w, g, d := flat[T](in[0]), flat[T](in[1]), flat[T](gout), flat[T](dst)
-	switch wrt {
-	case 0:
-		n := float64(cols)
-		parallelFor(rows, cols*8, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				xr, gr, dr := x[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], d[r*cols:(r+1)*cols]
-				mu, rstd := k.mean[r], k.rstd[r]
-				var s1, s2 float64
-				for j, v := range xr {
-					dh := float64(gr[j]) * float64(w[j])
-					s1 += dh
-					s2 += dh * (float64(v) - mu) * rstd
-				}
-				s1, s2 = s1/n, s2/n
-				for j, v := range xr {
-					dh := float64(gr[j]) * float64(w[j])
-					h := (float64(v) - mu) * rstd
-					dr[j] = T(rstd * (dh - s1 - h*s2))
-				}
+	n := float64(cols)
+	parallelFor(rows, cols*8, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, gr, dr := x[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], d[r*cols:(r+1)*cols]
+			mu, rstd := k.mean[r], k.rstd[r]
+			var s1, s2 float64
+			for j, v := range xr {
+				dh := float64(gr[j]) * float64(w[j])
+				s1 += dh
+				s2 += dh * (float64(v) - mu) * rstd
 			}
-		})
-	case 1:
-		reduceCols(rows, cols, k.acc, d, func(r, lo int, a []float64) {
+			s1, s2 = s1/n, s2/n
+			for j, v := range xr {
+				dh := float64(gr[j]) * float64(w[j])
+				h := (float64(v) - mu) * rstd
+				dr[j] = T(rstd * (dh - s1 - h*s2))
+			}
+		}
+	})
+}
+
+// layerNormInputGrad32 is layerNormInputGrad on the vector row kernels (the row sums
+// in vmath's fixed order).
+func layerNormInputGrad32(k *layerNormKernel, in []*tensor.Dense, gout, dst *tensor.Dense, rows, cols int) {
+	x, w, g, d := in[0].Float32s(), in[1].Float32s(), gout.Float32s(), dst.Float32s()
+	n := float64(cols)
+	parallelFor(rows, cols*3, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr, gr := x[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols]
+			mu, rstd := k.mean[r], k.rstd[r]
+			s1, s2 := vmath.NormGradSums(xr, gr, w, mu, rstd)
+			vmath.NormGrad(xr, gr, w, d[r*cols:(r+1)*cols], mu, rstd, s1/n, s2/n)
+		}
+	})
+}
+
+// layerNormParamGrads sets k.accW = Σ_rows g ⊙ ĥ and, with a bias, k.accB = Σ_rows g, in
+// one pass; the work is split over columns, each column summed over the rows in order.
+func layerNormParamGrads(k *layerNormKernel, x, g []float64, rows, cols int) {
+	parallelFor(cols, rows*3, func(lo, hi int) {
+		aw := k.accW[lo:hi]
+		clear(aw)
+		var ab []float64
+		if k.bias {
+			ab = k.accB[lo:hi]
+			clear(ab)
+		}
+		for r := 0; r < rows; r++ {
 			base := r*cols + lo
 			mu, rstd := k.mean[r], k.rstd[r]
-			for j := range a {
-				a[j] += float64(g[base+j]) * (float64(x[base+j]) - mu) * rstd
+			for j := range aw {
+				aw[j] += g[base+j] * (x[base+j] - mu) * rstd
 			}
-		})
-	case 2:
-		reduceCols(rows, cols, k.acc, d, func(r, lo int, a []float64) {
+			for j := range ab {
+				ab[j] += g[base+j]
+			}
+		}
+	})
+}
+
+// layerNormParamGrads32 is layerNormParamGrads on the vector row kernel (the same sums in
+// the same order).
+func layerNormParamGrads32(k *layerNormKernel, x, g []float32, rows, cols int) {
+	parallelFor(cols, rows*2, func(lo, hi int) {
+		aw := k.accW[lo:hi]
+		clear(aw)
+		var ab []float64
+		if k.bias {
+			ab = k.accB[lo:hi]
+			clear(ab)
+		}
+		for r := 0; r < rows; r++ {
 			base := r*cols + lo
-			for j := range a {
-				a[j] += float64(g[base+j])
-			}
-		})
-	}
+			vmath.NormParamGradAdd(x[base:], g[base:], k.mean[r], k.rstd[r], aw, ab)
+		}
+	})
 }
 
 // rmsNormKernel implements Graph.RMSNorm. Inputs: x, weight. Forward caches each row's

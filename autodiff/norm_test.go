@@ -235,3 +235,54 @@ func TestLayerNormPartialSums(t *testing.T) {
 	}
 	t.Logf("max relative difference from sequential sums: %.2g", worst)
 }
+
+// TestLayerNormFloat32 compares the float32 LayerNorm (vector row kernels, weight and
+// bias gradients from one shared pass) with float64 on the same float32-representable
+// inputs: loss and every gradient within float32 round-off (max difference logged).
+// runGrads runs each model twice, so the second backward pass reads the sums cached by
+// the first call of the pass, not stale ones.
+func TestLayerNormFloat32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	ln := func(g *Graph, p map[string]*Node) *Node { return g.LayerNorm(p["x"], p["w"], p["b"], 1e-5) }
+	var worst float64
+	for _, s := range [][]int{{300, 64}, {7, 67}, {2, 5, 16}, {3, 3}} {
+		for _, bias := range []bool{true, false} {
+			p := normParams(rng, s, bias)
+			for _, v := range p {
+				f32Round(v)
+			}
+			l64, g64 := runGrads(t, Float64, p, ln)
+			l32, g32 := runGrads(t, Float32, p, ln)
+			if d := math.Abs(l32 - l64); d > 1e-6*(1+math.Abs(l64)) {
+				t.Errorf("%v bias=%v: loss float32 %v, float64 %v", s, bias, l32, l64)
+			}
+			for n, want := range g64 {
+				var scale float64
+				for _, v := range want {
+					scale = max(scale, math.Abs(v))
+				}
+				for i, v := range g32[n] {
+					d := math.Abs(v-want[i]) / scale
+					worst = max(worst, d)
+					if !(d <= 1e-6) {
+						t.Fatalf("%v bias=%v: float32 gradient of %s[%d] = %v, float64 %v", s, bias, n, i, v, want[i])
+					}
+				}
+			}
+		}
+	}
+	t.Logf("max |float32 − float64| gradient / max |gradient|: %.3g", worst)
+}
+
+// TestLayerNormBiasGradAlone checks the bias gradient when the weight is not
+// differentiated (an input, not a parameter): the bias's backward call is then the only
+// one of the shared pass.
+func TestLayerNormBiasGradAlone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	p := normParams(rng, []int{6, 20}, true)
+	in := map[string]*tensor.Dense{"w": p["w"]}
+	delete(p, "w")
+	checkOp(t, "LayerNorm weight input", p, in, func(g *Graph, p map[string]*Node) *Node {
+		return g.LayerNorm(p["x"], p["w"], p["b"], 1e-5)
+	}, tol)
+}

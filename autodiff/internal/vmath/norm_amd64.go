@@ -1,0 +1,21 @@
+//go:build amd64 && !purego
+
+package vmath
+
+//go:noescape
+func sum64AVX2(x *float32, n int) float64
+
+//go:noescape
+func sqDev64AVX2(x *float32, n int, mu float64) float64
+
+//go:noescape
+func normAffineAVX2(x, w, b, y *float32, n int, mu, rstd float64)
+
+//go:noescape
+func normGradSumsAVX2(x, gr, w *float32, n int, mu, rstd float64) (s1, s2 float64)
+
+//go:noescape
+func normGradAVX2(x, gr, w, d *float32, n int, mu, rstd, m1, m2 float64)
+
+//go:noescape
+func normParamGradAddAVX2(x, gr *float32, n int, mu, rstd float64, dw, db *float64)
