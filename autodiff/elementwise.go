@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // Fused versions of the basic ops (elementwise arithmetic, constants, reductions,
@@ -63,6 +65,12 @@ func binaryFwd[T float](op binOp, a, b, y []T) {
 
 func binaryFwdRange[T float](op binOp, a, b, y []T) {
 	b, y = b[:len(a)], y[:len(a)]
+	if a32, ok := any(a).([]float32); ok && op == binAdd {
+		// The residual sums of every Transformer block: the same float32 additions on
+		// the vector kernel.
+		vmath.AddTo(a32, any(b).([]float32), any(y).([]float32))
+		return
+	}
 	switch op {
 	case binAdd:
 		for i, v := range a {

@@ -97,3 +97,16 @@ func BenchmarkCrossEntropyCharLM(b *testing.B) {
 		return g.CrossEntropy(g.Input("logits"), g.Input("t"), -100)
 	})
 }
+
+// The residual sum x + f(x) of a charlm part: [16, 64, 64] float32 (-cpu 1).
+func BenchmarkResidualAddCharLM(b *testing.B) {
+	n := 16 * 64 * 64
+	x, y, out := make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i], y[i] = float32(i%7), float32(i%5)
+	}
+	b.SetBytes(int64(12 * n))
+	for b.Loop() {
+		binaryFwdRange(binAdd, x, y, out)
+	}
+}

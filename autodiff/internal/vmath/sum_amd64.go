@@ -1,0 +1,6 @@
+//go:build amd64 && !purego
+
+package vmath
+
+//go:noescape
+func addToAVX2(a, b, y *float32, n int)
