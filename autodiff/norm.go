@@ -173,14 +173,9 @@ func layerNormForward32(k *layerNormKernel, in []*tensor.Dense, out *tensor.Dens
 	if k.bias {
 		b = in[2].Float32s()
 	}
-	n := float64(cols)
 	parallelFor(rows, cols*2, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			xr := x[r*cols : (r+1)*cols]
-			mu := vmath.Sum64(xr) / n
-			rstd := 1 / math.Sqrt(vmath.SqDev64(xr, mu)/n+k.eps)
-			k.mean[r], k.rstd[r] = mu, rstd
-			vmath.NormAffine(xr, w, b, y[r*cols:(r+1)*cols], mu, rstd)
+			k.mean[r], k.rstd[r] = vmath.LayerNormRow(x[r*cols:(r+1)*cols], w, b, y[r*cols:(r+1)*cols], k.eps)
 		}
 	})
 }
@@ -301,13 +296,9 @@ func layerNormInputGrad[T float](k *layerNormKernel, in []*tensor.Dense, gout, d
 // in vmath's fixed order).
 func layerNormInputGrad32(k *layerNormKernel, in []*tensor.Dense, gout, dst *tensor.Dense, rows, cols int) {
 	x, w, g, d := in[0].Float32s(), in[1].Float32s(), gout.Float32s(), dst.Float32s()
-	n := float64(cols)
 	parallelFor(rows, cols*3, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			xr, gr := x[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols]
-			mu, rstd := k.mean[r], k.rstd[r]
-			s1, s2 := vmath.NormGradSums(xr, gr, w, mu, rstd)
-			vmath.NormGrad(xr, gr, w, d[r*cols:(r+1)*cols], mu, rstd, s1/n, s2/n)
+			vmath.LayerNormRowGrad(x[r*cols:(r+1)*cols], g[r*cols:(r+1)*cols], w, d[r*cols:(r+1)*cols], k.mean[r], k.rstd[r])
 		}
 	})
 }

@@ -1,5 +1,7 @@
 package vmath
 
+import "math"
+
 // Row kernels of LayerNorm over float32 data with float64 arithmetic. Every function
 // gives the same bits on every code path: the sums run in a fixed order that does not
 // depend on the CPU (sixteen partial sums, partial j over the elements i ≡ j (mod 16) of
@@ -160,4 +162,39 @@ func NormParamGradAdd(x, g []float32, mu, rstd float64, dw, db []float64) {
 			db[i] = db[i] + float64(g[i])
 		}
 	}
+}
+
+// LayerNormRow normalises one row: mu = Sum64(x)/n, rstd = 1/√(SqDev64(x, mu)/n + eps)
+// and NormAffine(x, w, b, y, mu, rstd), n = len(x) > 0; it returns mu and rstd. Rows of a
+// multiple of 16 run in one vector call; the results are those of the three calls.
+func LayerNormRow(x, w, b, y []float32, eps float64) (mu, rstd float64) {
+	n := len(x)
+	if hasAVX2 && n > 0 && n%16 == 0 {
+		w, y = w[:n], y[:n]
+		var bp *float32
+		if b != nil {
+			bp = &b[:n][0]
+		}
+		return layerNormRowAVX2(&x[0], &w[0], bp, &y[0], n, eps)
+	}
+	nf := float64(n)
+	mu = Sum64(x) / nf
+	rstd = 1 / math.Sqrt(SqDev64(x, mu)/nf+eps)
+	NormAffine(x, w, b, y, mu, rstd)
+	return mu, rstd
+}
+
+// LayerNormRowGrad sets one row's input gradient: with s1, s2 = NormGradSums(x, g, w,
+// mu, rstd), NormGrad(x, g, w, dx, mu, rstd, s1/n, s2/n), n = len(x). Rows of a multiple
+// of 16 run in one vector call with the same results.
+func LayerNormRowGrad(x, g, w, dx []float32, mu, rstd float64) {
+	n := len(x)
+	if hasAVX2 && n > 0 && n%16 == 0 {
+		g, w, dx = g[:n], w[:n], dx[:n]
+		layerNormRowGradAVX2(&x[0], &g[0], &w[0], &dx[0], n, mu, rstd)
+		return
+	}
+	nf := float64(n)
+	s1, s2 := NormGradSums(x, g, w, mu, rstd)
+	NormGrad(x, g, w, dx, mu, rstd, s1/nf, s2/nf)
 }

@@ -19,3 +19,9 @@ func normGradAVX2(x, gr, w, d *float32, n int, mu, rstd, m1, m2 float64)
 
 //go:noescape
 func normParamGradAddAVX2(x, gr *float32, n int, mu, rstd float64, dw, db *float64)
+
+//go:noescape
+func layerNormRowAVX2(x, w, b, y *float32, n int, eps float64) (mu, rstd float64)
+
+//go:noescape
+func layerNormRowGradAVX2(x, gr, w, d *float32, n int, mu, rstd float64)

@@ -137,3 +137,67 @@ func BenchmarkLayerNormRow64(b *testing.B) {
 		NormAffine(x, w, bb, y, mu, rstd)
 	}
 }
+
+// TestLayerNormRow checks the one-call row kernels against the compositions they
+// replace, bit for bit, on both paths (rows of a multiple of 16 take the single vector
+// call; the others the composition itself).
+func TestLayerNormRow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	for _, n := range []int{1, 5, 16, 17, 32, 64, 80, 256} {
+		x, g, w, b := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i] = float32(3*rng.NormFloat64() + 2)
+			g[i] = float32(rng.NormFloat64() * 1e-3)
+			w[i] = float32(1 + 0.3*rng.NormFloat64())
+			b[i] = float32(rng.NormFloat64())
+		}
+		x[n/2] = 1e30 // a wide range of magnitudes in one row
+		const eps = 1e-5
+		for _, avx := range paths {
+			setAVX2(avx)
+			for _, bias := range []bool{true, false} {
+				var bb []float32
+				if bias {
+					bb = b
+				}
+				y, ref := make([]float32, n), make([]float32, n)
+				mu, rstd := LayerNormRow(x, w, bb, y, eps)
+				nf := float64(n)
+				rmu := Sum64(x) / nf
+				rrstd := 1 / math.Sqrt(SqDev64(x, rmu)/nf+eps)
+				NormAffine(x, w, bb, ref, rmu, rrstd)
+				if math.Float64bits(mu) != math.Float64bits(rmu) || math.Float64bits(rstd) != math.Float64bits(rrstd) {
+					t.Fatalf("avx2=%v n=%d: mean, rstd %v %v, want %v %v", avx, n, mu, rstd, rmu, rrstd)
+				}
+				if i := sameBits(y, ref); i >= 0 {
+					t.Fatalf("avx2=%v n=%d bias=%v: y[%d] = %v, want %v", avx, n, bias, i, y[i], ref[i])
+				}
+			}
+			dx, ref := make([]float32, n), make([]float32, n)
+			mu, rstd := 1.5, 0.25
+			LayerNormRowGrad(x, g, w, dx, mu, rstd)
+			s1, s2 := NormGradSums(x, g, w, mu, rstd)
+			NormGrad(x, g, w, ref, mu, rstd, s1/float64(n), s2/float64(n))
+			if i := sameBits(dx, ref); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: dx[%d] = %v, want %v", avx, n, i, dx[i], ref[i])
+			}
+		}
+	}
+}
+
+func BenchmarkLayerNormRowOneCall(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 64
+	x, w, bb, y := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i], w[i], bb[i] = float32(rng.NormFloat64()), 1, 0
+	}
+	for b.Loop() {
+		LayerNormRow(x, w, bb, y, 1e-5)
+	}
+}
