@@ -94,6 +94,9 @@ func sigmoidBwd[T float](_, y, g, dx []T) {
 	}
 }
 
+// sigmoidBwd32 is sigmoidBwd vectorised, with the same bits.
+func sigmoidBwd32(_, y, g, dx []float32) { vmath.SigmoidGrad(y, g, dx) }
+
 // reluFwd32 and reluBwd32 are reluFwd and reluBwd vectorised, with the same bits.
 func reluFwd32(x, y []float32)        { vmath.ReLU(x, y) }
 func reluBwd32(x, _, g, dx []float32) { vmath.ReLUGrad(x, g, dx) }
@@ -103,5 +106,5 @@ func newReLUKernel() *unaryKernel {
 }
 
 func newSigmoidKernel() *unaryKernel {
-	return &unaryKernel{name: "Sigmoid", f32: sigmoidFwd32, f64: sigmoidFwd64, d32: sigmoidBwd[float32], d64: sigmoidBwd[float64]}
+	return &unaryKernel{name: "Sigmoid", f32: sigmoidFwd32, f64: sigmoidFwd64, d32: sigmoidBwd32, d64: sigmoidBwd[float64]}
 }

@@ -110,3 +110,10 @@ func BenchmarkResidualAddCharLM(b *testing.B) {
 		binaryFwdRange(binAdd, x, y, out)
 	}
 }
+
+// The DAE's output activation: sigmoid of [128, 784], forward and backward.
+func BenchmarkSigmoidDAE(b *testing.B) {
+	benchOp(b, map[string][]int{"x": {128, 784}}, nil, func(g *Graph) *Node {
+		return g.Sum(g.Sigmoid(g.Input("x")))
+	})
+}

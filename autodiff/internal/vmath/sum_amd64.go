@@ -4,3 +4,6 @@ package vmath
 
 //go:noescape
 func addToAVX2(a, b, y *float32, n int)
+
+//go:noescape
+func sigmoidGradAVX2(y, gr, d *float32, n int)

@@ -44,3 +44,28 @@ atone:
 atdone:
 	VZEROUPPER
 	RET
+
+// func sigmoidGradAVX2(y, gr, d *float32, n int)
+// d = (g·y)·(1 − y) for n a positive multiple of 8.
+TEXT ·sigmoidGradAVX2(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), SI
+	MOVQ gr+8(FP), DX
+	MOVQ d+16(FP), DI
+	MOVQ n+24(FP), CX
+	MOVL $0x3f800000, AX
+	VMOVD AX, X7
+	VBROADCASTSS X7, Y7
+sgloop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y1
+	VSUBPS Y0, Y7, Y2
+	VMULPS Y0, Y1, Y1
+	VMULPS Y2, Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  sgloop
+	VZEROUPPER
+	RET

@@ -33,3 +33,28 @@ func TestAddTo(t *testing.T) {
 		}
 	}
 }
+
+// TestSigmoidGrad checks dx = g·y·(1 − y) against the scalar float32 expression bit for
+// bit on both paths, special values included.
+func TestSigmoidGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	for _, avx := range paths {
+		setAVX2(avx)
+		for _, n := range []int{0, 1, 7, 8, 9, 33, 1000} {
+			y, g := elemInput(rng, n), elemInput(rng, n)
+			dx, want := make([]float32, n), make([]float32, n)
+			for i, s := range y {
+				want[i] = g[i] * s * (1 - s)
+			}
+			SigmoidGrad(y, g, dx)
+			if i := sameBits(dx, want); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: dx[%d] = %v for y %v g %v, want %v", avx, n, i, dx[i], y[i], g[i], want[i])
+			}
+		}
+	}
+}
