@@ -1,23 +1,8 @@
-// Package gradsum holds the vector loops that sum gradients: the parts of a batch
-// (autodiff's batch-sharded runs) into a parameter's gradient, and the contributions of
-// a node used more than once (gorgonia's Backprop adds them with its own Add).
+// Package gradsum holds the vector loop that sums the parts of a batch (autodiff's
+// batch-sharded runs) into a parameter's gradient. (The contributions of a node used
+// more than once, which gorgonia's Backprop adds with its own Add, go through
+// vmath.AddTo.)
 package gradsum
-
-// Sum sets dst[i] = a[i] + b[i] for i < len(dst) (a and b must be as long; dst may be
-// a or b), one float32 addition per element, as gorgonia's AddRecvF32.
-func Sum(dst, a, b []float32) {
-	a, b = a[:len(dst)], b[:len(dst)]
-	n := 0
-	if hasAVX2 {
-		n = len(dst) &^ 7
-		if n > 0 {
-			sumAVX2(&dst[0], &a[0], &b[0], n)
-		}
-	}
-	for i := n; i < len(dst); i++ {
-		dst[i] = a[i] + b[i]
-	}
-}
 
 // AddScaled2 sets dst[i] += ca·a[i] + cb·b[i] for i < len(dst) (a and b must be as
 // long): each product rounded to float32, then their sum, then the addition to dst,

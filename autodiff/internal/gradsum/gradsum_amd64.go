@@ -16,8 +16,3 @@ var hasAVX2 = cpu.X86.HasAVX2 && simd.Allows(simd.AVX2)
 //
 //go:noescape
 func addScaled2AVX2(dst, a, b *float32, n int, ca, cb float32)
-
-// sumAVX2 sets dst[i] = a[i] + b[i]; n is a positive multiple of 8.
-//
-//go:noescape
-func sumAVX2(dst, a, b *float32, n int)

@@ -42,39 +42,6 @@ func TestAddScaled2MatchesGoLoop(t *testing.T) {
 	}
 }
 
-// TestSumMatchesGoLoop compares Sum with one float32 addition per element, bit for
-// bit, also with dst aliasing a or b.
-func TestSumMatchesGoLoop(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 40, 1000, 4099} {
-		a, b := make([]float32, n), make([]float32, n)
-		for i := range a {
-			a[i] = float32(rng.NormFloat64() * math.Exp(4*rng.NormFloat64()))
-			b[i] = float32(rng.NormFloat64())
-		}
-		want := make([]float32, n)
-		for i := range want {
-			want[i] = a[i] + b[i]
-		}
-		for _, alias := range []string{"none", "a", "b"} {
-			a2, b2 := append([]float32(nil), a...), append([]float32(nil), b...)
-			dst := make([]float32, n)
-			switch alias {
-			case "a":
-				dst = a2
-			case "b":
-				dst = b2
-			}
-			Sum(dst, a2, b2)
-			for i := range want {
-				if math.Float32bits(dst[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("n=%d, dst=%s: element %d is %v, want %v", n, alias, i, dst[i], want[i])
-				}
-			}
-		}
-	}
-}
-
 func BenchmarkAddScaled2(b *testing.B) {
 	const n = 200704 // dae's 784×256 weight
 	x, y, d := make([]float32, n), make([]float32, n), make([]float32, n)
