@@ -66,3 +66,53 @@ func BenchmarkBInPlace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFlipCold compares the flipped product (Cᵀ = B·Aᵀ, sgemmFlipped) with packing
+// the transposed B, for the Linear forwards that flip, with B (the weight) cold: a 32 MiB
+// sweep before each call evicts it, then A and C (the activations, just written in a
+// step) are read back into cache. Thread CPU µs of the product alone (cpu-µs/op):
+//
+//	go test -run - -bench FlipCold -count 3 ./autodiff/internal/gemm
+func BenchmarkFlipCold(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sweep := make([]float32, 8<<20)
+	var sink float32
+	touch := func(v []float32) {
+		for i := 0; i < len(v); i += 16 {
+			sink += v[i]
+		}
+	}
+	for _, s := range [][3]int{{64, 256, 784}, {64, 784, 256}, {128, 256, 784}} {
+		m, n, k := s[0], s[1], s[2]
+		x, w, c := randSlice(rng, m*k), randSlice(rng, n*k), randSlice(rng, m*n)
+		for _, kr := range kernels() {
+			if kr.direct == nil {
+				continue
+			}
+			for _, flip := range []bool{false, true} {
+				b.Run(fmt.Sprintf("%dx%dx%dNT/%s/flip=%v", m, n, k, kr.name, flip), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					old := flipNT
+					flipNT = flip
+					defer func() { flipNT = old }()
+					var cpu float64
+					withKernel(kr, func() {
+						for b.Loop() {
+							for i := range sweep {
+								sweep[i]++
+							}
+							touch(x)
+							touch(c)
+							t0 := threadCPU()
+							Sgemm(false, true, m, n, k, 1, x, k, w, k, 1, c, n)
+							cpu += threadCPU() - t0
+						}
+					})
+					b.ReportMetric(cpu/float64(b.N)*1e6, "cpu-µs/op")
+				})
+			}
+		}
+	}
+	_ = sink
+}

@@ -103,6 +103,7 @@ type workspace struct {
 	a   []float32 // mc × kc packed A
 	b   []float32 // kc × nc packed B
 	tmp [maxMR * maxNR]float32
+	t   []float32 // Cᵀ of a flipped product (flips), grown as needed
 }
 
 var pool = sync.Pool{New: func() any {
@@ -122,6 +123,10 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if flips(kr, transA, transB, m, n, k, alpha, beta) {
+		sgemmFlipped(kr, m, n, k, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	if kr.narrow != nil && n <= kr.narrow.nr {
@@ -159,6 +164,65 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 		}
 	}
 	pool.Put(ws)
+}
+
+// flips reports whether sgemm computes the product C = A·Bᵀ (alpha 1) as its transpose
+// Cᵀ = B·Aᵀ (sgemmFlipped). A transposed B is packed by transposes, n·k values; the
+// flipped product reads B in place as its A and packs Aᵀ, m·k values, and transposes C
+// into a scratch Cᵀ and back (m·n values each way; one way when beta = 0). It flips when
+// that moves fewer values: a Linear forward x·Wᵀ of few rows and many outputs (the DAE's
+// 64×256×784 and 64×784×256 in 2 parts) packs x instead of the weight.
+func flips(kr *microKernel, transA, transB bool, m, n, k int, alpha, beta float32) bool {
+	if !flipNT || !transB || transA || alpha != 1 || kr.direct == nil || kr.transposeB8 == nil || m >= n {
+		return false
+	}
+	moved := m*k + m*n
+	if beta != 0 {
+		moved += m * n
+	}
+	return moved < n*k
+}
+
+// flipNT lets sgemm flip products (tests switch it off to compare).
+var flipNT = true
+
+// sgemmFlipped sets C = A·Bᵀ + beta·C (A m×k, B n×k, as stored) by computing Cᵀ = B·Aᵀ +
+// beta·Cᵀ into a scratch n×m matrix and transposing it into C. Every element is the same
+// sum in the same order (the kernels sum over the depth in order, panel by panel, and
+// scale, store or add C the same way in either orientation), so the result has the same
+// bits as the unflipped product.
+func sgemmFlipped(kr *microKernel, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	ws := pool.Get().(*workspace)
+	if cap(ws.t) < m*n {
+		ws.t = make([]float32, m*n)
+	}
+	t := ws.t[:m*n]
+	if beta != 0 {
+		transpose(kr, m, n, c, ldc, t, m)
+	}
+	sgemm(kr, false, true, n, m, k, 1, b, ldb, a, lda, beta, t, m)
+	transpose(kr, n, m, t, m, c, ldc)
+	pool.Put(ws)
+}
+
+// transpose sets dst[j·ldd + i] = src[i·lds + j] for i < rows, j < cols, eight rows at a
+// time by the kernel's vector transposes.
+func transpose(kr *microKernel, rows, cols int, src []float32, lds int, dst []float32, ldd int) {
+	blocks := cols / 8
+	i := 0
+	for ; i+8 <= rows && blocks > 0; i += 8 {
+		kr.transposeB8(blocks, src[i*lds:], lds, dst[i:], ldd, 1)
+		for j := blocks * 8; j < cols; j++ {
+			for r := i; r < i+8; r++ {
+				dst[j*ldd+r] = src[r*lds+j]
+			}
+		}
+	}
+	for ; i < rows; i++ {
+		for j, v := range src[i*lds : i*lds+cols] {
+			dst[j*ldd+i] = v
+		}
+	}
 }
 
 // readsAInPlace reports whether kr reads op(A) without packing it.

@@ -430,3 +430,37 @@ func TestTailsAndEdgesAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestFlippedSameBits checks that products computed flipped (Cᵀ = B·Aᵀ, sgemmFlipped) give
+// the same bits as unflipped, with every kernel, beta 0, 1 and 0.5, edges of every kind,
+// and a C with a leading dimension above n; and that the shapes it covers do flip.
+func TestFlippedSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	sizes := [][3]int{{64, 256, 784}, {64, 784, 256}, {128, 256, 784}, {1, 300, 40}, {7, 100, 99}, {13, 65, 300}, {20, 37, 600}, {9, 16, 200}, {33, 200, 257}}
+	flipped := 0
+	for _, kr := range append(kernels(), extraKernels()...) {
+		for _, sz := range sizes {
+			m, n, k := sz[0], sz[1], sz[2]
+			for _, beta := range []float32{0, 1, 0.5} {
+				if flips(kr, false, true, m, n, k, 1, beta) {
+					flipped++
+				}
+				ldc := n + 3
+				a, b, c := randSlice(rng, m*k), randSlice(rng, n*k), randSlice(rng, m*ldc)
+				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+				withKernel(kr, func() { Sgemm(false, true, m, n, k, 1, a, k, b, k, beta, got, ldc) })
+				flipNT = false
+				withKernel(kr, func() { Sgemm(false, true, m, n, k, 1, a, k, b, k, beta, want, ldc) })
+				flipNT = true
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("kernel %s m=%d n=%d k=%d beta=%v: c[%d] = %v flipped, %v not", kr.name, m, n, k, beta, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	}
+	if flipped == 0 && len(kernels()) > 1 {
+		t.Fatal("no product flipped")
+	}
+}
