@@ -523,3 +523,90 @@ ggloop:
 	JNZ  ggloop
 	VZEROUPPER
 	RET
+
+
+// func softmaxExpScaleAVX2(x *float32, n int, shift float32)
+// x[i] = exp(x[i] − shift) in place, 0 where x[i] − shift < C_lo or is NaN (as
+// expShiftSumAVX2), s = their sum in ExpShiftSum's order (eight partials, combined
+// pairwise), then x[i] = (1/s)·x[i]; n > 0, and s ≥ 1 (shift is the maximum of x).
+// The last n mod 8 elements are loaded masked and stored one by one.
+TEXT ·softmaxExpScaleAVX2(SB), NOSPLIT, $32-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS shift+16(FP), Y7
+	MOVQ SI, DI
+	MOVQ CX, R8
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   etail
+eloop:
+	VMOVUPS (SI), Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5 // Y5 = Y0 ≥ C_lo (ordered: false for NaN)
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VMOVUPS Y0, (SI)
+	VADDPS Y0, Y6, Y6
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  eloop
+etail:
+	TESTQ DX, DX
+	JZ   esum
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, DX
+	SUBQ DX, AX
+	VMOVUPS (AX), Y4
+	VMASKMOVPS (SI), Y4, Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5
+	VANDPS Y4, Y5, Y5 // and only the tail's lanes
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VADDPS Y0, Y6, Y6
+	// The tail's lanes go back one by one (a masked store is slow on some CPUs).
+	VMOVUPS Y0, buf-32(SP)
+	SHRQ $2, DX
+	XORQ AX, AX
+etail1:
+	MOVL buf-32(SP)(AX*4), BX
+	MOVL BX, (SI)(AX*4)
+	INCQ AX
+	CMPQ AX, DX
+	JNE  etail1
+esum:
+	// s[j] += s[j+4], s[j] += s[j+2], s[0] += s[1]
+	VEXTRACTF128 $1, Y6, X1
+	VADDPS X1, X6, X0
+	VMOVHLPS X0, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VADDSS X1, X0, X0
+	VMOVSS C_one, X1
+	VDIVSS X0, X1, X1 // 1/s
+	VBROADCASTSS X1, Y1
+	MOVQ R8, CX
+	MOVQ R8, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   stail
+sloop:
+	VMULPS (DI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  sloop
+stail:
+	TESTQ DX, DX
+	JZ   sdone
+stail1:
+	VMULSS (DI), X1, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	DECQ DX
+	JNZ  stail1
+sdone:
+	VZEROUPPER
+	RET
