@@ -1,8 +1,6 @@
 package autodiff
 
 import (
-	"math"
-
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff/internal/gemm"
@@ -42,15 +40,19 @@ type kernelAttention struct {
 	pairSpec
 	keyMask *Node // the key mask input, for LocalMeanWeights
 	// The weights [N, Tq, Tk] of the last forward pass and, when the kernel reads them,
-	// the dot products q·k; only the key blocks that keyRange leaves visible are written.
+	// the dot products q·k (on rows32, the terms the kernel reads: the dot products or
+	// the squared distances); only the key blocks that keyRange leaves visible are
+	// written.
 	p32, dots32 []float32
 	p64, dots64 []float64
 	// norms holds, per problem, the squared norms ‖q_t‖² (Tq) and ‖k_s‖² (Tk) of the last
-	// forward pass when the kernel reads squared distances; the backward pass reuses them.
+	// forward pass when the kernel reads squared distances (on rows64); the backward pass
+	// reuses them.
 	norms []float64
-	// Gradients of every input, computed together by the first backward call of a pass.
-	grads        []*tensor.Dense
-	gen, gradGen int
+	// Gradients of every input computed ahead by the first backward call of a pass
+	// (gradGen == gen), which wrote its own input's (gradAt) into its dst.
+	grads                []*tensor.Dense
+	gen, gradGen, gradAt int
 }
 
 func (k *kernelAttention) opName() string    { return "KernelAttention" }
@@ -64,42 +66,51 @@ func resized[T float](x []T, n int) []T {
 	return x
 }
 
+// rows32 returns the float32 row evaluator of each worker: rows32 for a PairKernel32,
+// else rows64.
+func (k *kernelAttention) rowsOf32(d tiledDims, acc *pairAcc) func() pairRows[float32] {
+	if k.k32 != nil {
+		return func() pairRows[float32] { return newRows32(k, d, acc) }
+	}
+	return func() pairRows[float32] { return newRows64[float32](k, d, acc) }
+}
+
 func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	d := k.dims(in)
 	n := d.n * d.tq * d.tk
 	dots := k.useDot || k.useDist
 	k.gen++
-	if k.useDist {
-		k.norms = resized(k.norms, d.n*(d.tq+d.tk))
-	}
 	switch in[0].Dtype() {
 	case Float32:
 		k.p32 = resized(k.p32, n)
 		if dots {
 			k.dots32 = resized(k.dots32, n)
 		}
-		kattnForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, out.Float32s())
+		if k.useDist && k.k32 == nil {
+			k.norms = resized(k.norms, d.n*(d.tq+d.tk))
+		}
+		kattnForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, out.Float32s(), k.rowsOf32(d, nil))
 	case Float64:
 		k.p64 = resized(k.p64, n)
 		if dots {
 			k.dots64 = resized(k.dots64, n)
 		}
-		kattnForward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), k.p64, k.dots64, out.Float64s())
+		if k.useDist {
+			k.norms = resized(k.norms, d.n*(d.tq+d.tk))
+		}
+		kattnForward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), k.p64, k.dots64, out.Float64s(),
+			func() pairRows[float64] { return newRows64[float64](k, d, nil) })
 	}
 	return nil
 }
 
 // kattnForward writes the weights into p (and the dot products into dots, when the
-// kernel reads them) and the local means into out.
-func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out []T) {
+// kernel reads them) and the local means into out, each worker's rows by its own
+// evaluator from rows.
+func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out []T, rows func() pairRows[T]) {
 	needQK := k.useDot || k.useDist
-	direct, _ := k.kern.(DirectPairKernel)
-	if k.pk != nil { // its values depend on θ: the scores' path
-		direct = nil
-	}
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
-		sc := newPairScratch(d.tk, d.tq, d.tk)
-		var eb []float64 // exp(bias − max bias), for a direct kernel
+		rw := rows()
 		ldt := headStride(d.tk)
 		var kt *[]T // the problem's Kᵀ, [d, ldt]: the dot products read it in place
 		if needQK {
@@ -111,19 +122,12 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 			if needQK {
 				transposeHead(*kt, pr.k, d.tk, d.d, d.lq, ldt, 1)
 			}
-			if direct != nil && pr.bias != nil {
-				eb = expBias(pr.bias, eb)
-			}
+			rw.begin(&pr, pi)
 			op := out[d.off(pi, d.tq, d.dv, d.lv):]
 			ph := p[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
 			var dh []T
 			if needQK {
 				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
-			}
-			if problemNorms(&k.pairSpec, d, &pr, &sc) {
-				nb := k.norms[pi*(d.tq+d.tk) : (pi+1)*(d.tq+d.tk)]
-				copy(nb, sc.qq[:d.tq])
-				copy(nb[d.tq:], sc.kk[:d.tk])
 			}
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
 				r1 := min(r0+rowBlock, d.tq)
@@ -138,23 +142,11 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 					mm(false, false, r1-r0, chi-clo, d.d, 1, pr.q[r0*d.lq:], d.lq, (*kt)[clo:], ldt, 0, dh[r0*d.tk+clo:], d.tk)
 				}
 				for t := r0; t < r1; t++ {
-					row := ph[t*d.tk : (t+1)*d.tk]
-					lo, hi, _ := k.mask.visible(t, d.tk)
-					lo, hi = max(lo, clo), min(hi, chi)
 					var drow []T
-					if needQK && hi > lo {
-						drow = dh[t*d.tk+lo : t*d.tk+hi]
+					if lo, hi, _ := k.mask.visible(t, d.tk); needQK && min(hi, chi) > max(lo, clo) {
+						drow = dh[t*d.tk+max(lo, clo) : t*d.tk+min(hi, chi)]
 					}
-					if direct != nil {
-						directWeights(k, direct, &pr, &sc, eb, drow, row, t, clo, chi)
-						continue
-					}
-					if hi > lo {
-						for j, x := range pairRowScores(&k.pairSpec, &pr, &sc, drow, t, lo, hi) {
-							row[lo+j] = T(x)
-						}
-					}
-					softmaxVisible(row, row, pr.km, k.mask, t, clo, chi)
+					rw.weights(&pr, ph[t*d.tk:(t+1)*d.tk], drow, t, clo, chi)
 				}
 				mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, pr.v[clo*d.lv:], d.lv, 0, op[r0*d.lv:], d.lv)
 			}
@@ -162,27 +154,10 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 	})
 }
 
-// expBias returns exp(b − max b) for the entries of a bias row, in buf's storage.
-func expBias[T float](bias []T, buf []float64) []float64 {
-	if cap(buf) < len(bias) {
-		buf = make([]float64, len(bias))
-	}
-	buf = buf[:len(bias)]
-	mx := math.Inf(-1)
-	for _, b := range bias {
-		mx = max(mx, float64(b))
-	}
-	for i, b := range bias {
-		buf[i] = math.Exp(float64(b) - mx)
-	}
-	return buf
-}
-
 // directWeights is softmaxVisible for a DirectPairKernel: it writes into row[clo:chi] the
 // weights of query t, K_ts·exp(bias_ts) normalised over the visible keys, 0 for the
-// others, with softmaxVisible's rules (a row that sees nothing or only zeros is 0, a NaN
-// makes the row NaN, a float32 weight below the smallest normal float32 is 0). eb is
-// exp(bias − max bias) of the problem's bias row, or unused without a bias.
+// others, with softmaxVisible's rules (normaliseValues). eb is exp(bias − max bias) of
+// the problem's bias row, or unused without a bias.
 func directWeights[T float](k *kernelAttention, kern DirectPairKernel, pr *problem[T], sc *pairScratch, eb []float64, dots, row []T, t, clo, chi int) {
 	lo, hi, self := k.mask.visible(t, len(row))
 	lo, hi = max(lo, clo), min(hi, chi)
@@ -196,112 +171,73 @@ func directWeights[T float](k *kernelAttention, kern DirectPairKernel, pr *probl
 	kv := sc.s[:hi-lo]
 	kern.PairValues(kv, dot, d2, pr.bandwidth(t))
 	if pr.bias != nil {
-		j0, j1 := k.biasSpan(t, lo, len(kv))
-		m := k.biasM
-		for j := range j0 {
-			kv[j] *= eb[0]
-		}
-		for j := j0; j < j1; j++ {
-			kv[j] *= eb[lo+j-t-k.mask.Offset+m]
-		}
-		for j := j1; j < len(kv); j++ {
-			kv[j] *= eb[2*m]
-		}
+		mulBias(&k.pairSpec, kv, eb, t, lo)
 	}
-	if self >= lo && self < hi {
-		kv[self-lo] = 0
-	}
-	if pr.km != nil {
-		for j, x := range pr.km[lo:hi] {
-			if x == 0 {
-				kv[j] = 0
-			}
-		}
-	}
-	var s0, s1, s2, s3 float64 // four partial sums: one would wait for each addition
-	j := 0
-	for ; j+4 <= len(kv); j += 4 {
-		s0 += kv[j]
-		s1 += kv[j+1]
-		s2 += kv[j+2]
-		s3 += kv[j+3]
-	}
-	for ; j < len(kv); j++ {
-		s0 += kv[j]
-	}
-	sum := (s0 + s1) + (s2 + s3)
-	w := row[lo:hi]
-	switch {
-	case math.IsNaN(sum) || math.IsInf(sum, 0):
-		for j := range w {
-			w[j] = T(math.NaN())
-		}
-		return
-	case sum == 0:
-		clear(w)
-		return
-	}
-	inv := 1 / sum
-	var tiny float64 // the smallest normal of T: smaller weights are 0, as softmaxVisible's
-	if _, f32 := any(w).([]float32); f32 {
-		tiny = 0x1p-126
-	}
-	for j, x := range kv {
-		x *= inv
-		if x < tiny {
-			x = 0
-		}
-		w[j] = T(x)
-	}
+	hideKeys(kv, pr.km, self, lo, hi)
+	normaliseValues(kv, row[lo:hi])
 }
 
 func (k *kernelAttention) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
-	if k.gradGen != k.gen || len(k.grads) != len(in) {
-		k.grads = gradBuffers(k.grads, in)
-		d := k.dims(in)
-		switch in[0].Dtype() {
-		case Float32:
-			kattnBackward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32,
-				out.Float32s(), gout.Float32s(), tiledInputs[float32](&k.pairSpec, k.grads))
-		case Float64:
-			kattnBackward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), k.p64, k.dots64,
-				out.Float64s(), gout.Float64s(), tiledInputs[float64](&k.pairSpec, k.grads))
-		}
-		k.gradGen = k.gen
+	if k.gradGen == k.gen && k.gradAt != wrt && len(k.grads) == len(in) {
+		copyGrad(dst, k.grads[wrt])
+		return nil
 	}
-	copyGrad(dst, k.grads[wrt])
+	// The first call of a pass computes every input's gradient, its own into dst and the
+	// others into k.grads for the calls that follow.
+	k.grads = gradBuffers(k.grads, in)
+	bufs := append([]*tensor.Dense(nil), k.grads...)
+	bufs[wrt] = dst
+	d := k.dims(in)
+	switch in[0].Dtype() {
+	case Float32:
+		gr := tiledInputs[float32](&k.pairSpec, bufs)
+		acc := k.newAcc(d, gr.h != nil, gr.bias != nil, gr.theta != nil)
+		kattnBackward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32,
+			out.Float32s(), gout.Float32s(), gr, acc, k.rowsOf32(d, acc))
+	case Float64:
+		gr := tiledInputs[float64](&k.pairSpec, bufs)
+		acc := k.newAcc(d, gr.h != nil, gr.bias != nil, gr.theta != nil)
+		kattnBackward(k, d, gemm.Dgemm, tiledInputs[float64](&k.pairSpec, in), k.p64, k.dots64,
+			out.Float64s(), gout.Float64s(), gr, acc, func() pairRows[float64] { return newRows64[float64](k, d, acc) })
+	}
+	k.gradGen, k.gradAt = k.gen, wrt
 	return nil
+}
+
+// newAcc returns the parameter gradients' parts of a backward pass, for the inputs
+// present: the bandwidth, the bias table, the kernel's parameters.
+func (k *kernelAttention) newAcc(d tiledDims, h, bias, theta bool) *pairAcc {
+	var acc pairAcc
+	if h {
+		acc.hRows = make([]float64, d.n*d.tq)
+	}
+	if bias {
+		acc.biasParts = make([]float64, d.n*(2*k.biasM+1))
+	}
+	if theta {
+		acc.thetaParts = make([]float64, d.n*k.nTheta)
+	}
+	return &acc
 }
 
 // kattnBackward computes every input's gradient into gr (the key mask's slot stays
 // unused) from the kept weights w and dot products: per block, dv += wᵀ·dm, the score
-// gradients gs = w ⊙ (dm·vᵀ − dm·m) (THEORY.md §8), passed through the kernel (PairGrads)
-// to the coefficients C = ∂L/∂dot − 2∂L/∂d², then dq += C·k and dk += Cᵀ·q, and the
-// squared norms' share 2(Σ_s ∂L/∂d²_ts) q_t and 2(Σ_t ∂L/∂d²_ts) k_s.
-func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out, dm []T, gr tiledArgs[T]) {
+// gradients gs = w ⊙ (dm·vᵀ − dm·m) (THEORY.md §8), passed through the kernel (each
+// worker's evaluator from rows) to the coefficients C of the dot products, then
+// dq += C·k and dk += Cᵀ·q, and the squared norms' share 2(Σ_s ∂L/∂d²_ts) q_t and
+// 2(Σ_t ∂L/∂d²_ts) k_s; the parameters' parts go to acc.
+func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a tiledArgs[T], p, dots, out, dm []T, gr tiledArgs[T],
+	acc *pairAcc, rows func() pairRows[T]) {
 	clear(gr.q)
 	clear(gr.k)
 	clear(gr.v)
-	var hRows []float64 // per (problem, row) bandwidth gradients
-	if gr.h != nil {
-		hRows = make([]float64, d.n*d.tq)
-	}
-	bw := 2*k.biasM + 1
-	var biasParts []float64 // per problem, [2M+1]
-	if gr.bias != nil {
-		biasParts = make([]float64, d.n*bw)
-	}
-	var thetaParts []float64 // per problem, [nTheta]
-	if gr.theta != nil {
-		thetaParts = make([]float64, d.n*k.nTheta)
-	}
 	needQK := k.useDot || k.useDist
-	needScores := needQK || hRows != nil || biasParts != nil || thetaParts != nil
+	needScores := needQK || acc.hRows != nil || acc.biasParts != nil || acc.thetaParts != nil
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
-		sc := newPairScratch(d.tk, d.tq, d.tk)
+		rw := rows()
+		alpha := rw.alpha()
 		c := make([]T, rowBlock*d.tk)
 		rs := make([]float64, rowBlock)
-		cs := make([]float64, d.tk)
 		ldt := headStride(d.tk)
 		var vt *[]T // the problem's Vᵀ, [dv, ldt]: dm·vᵀ reads it in place
 		if needScores {
@@ -323,11 +259,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 			if needQK {
 				dh = dots[pi*d.tq*d.tk : (pi+1)*d.tq*d.tk]
 			}
-			if k.useDist { // the forward pass's squared norms
-				nb := k.norms[pi*(d.tq+d.tk) : (pi+1)*(d.tq+d.tk)]
-				sc.qq, sc.kk = nb[:d.tq], nb[d.tq:]
-				clear(cs)
-			}
+			rw.beginGrads(&pr, pi)
 			for r0 := 0; r0 < d.tq; r0 += rowBlock {
 				r1 := min(r0+rowBlock, d.tq)
 				rb := r1 - r0
@@ -354,44 +286,25 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 					}
 					clear(crow[:lo-clo])
 					clear(crow[hi-clo:])
-					cv := crow[lo-clo : hi-clo]
-					delta := dot64(dmp[t*d.lv:t*d.lv+d.dv], op[t*d.lv:t*d.lv+d.dv])
-					gs := sc.gs[:hi-lo]
-					nz := false
-					for j, x := range ph[t*d.tk+lo : t*d.tk+hi] {
-						gs[j] = float64(x) * (float64(cv[j]) - delta)
-						nz = nz || gs[j] != 0
-					}
-					if !nz {
-						clear(cv)
-						continue
-					}
-					if biasParts != nil {
-						k.addBiasGrads(biasParts[pi*bw:(pi+1)*bw], gs, t, lo)
-					}
 					var drow []T
 					if needQK {
 						drow = dh[t*d.tk+lo : t*d.tk+hi]
 					}
-					r := pairRowCoefs(&k.pairSpec, &sc, &pr, gs, drow, cv, t, lo, hi, pi, d.tq, hRows, thetaParts, cs)
-					if k.useDist {
-						rs[i] = r
-					}
+					delta := dot64(dmp[t*d.lv:t*d.lv+d.dv], op[t*d.lv:t*d.lv+d.dv])
+					rs[i] = rw.coefs(&pr, crow[lo-clo:hi-clo], ph[t*d.tk+lo:t*d.tk+hi], drow, delta, t, lo, hi, pi)
 				}
 				if !needQK {
 					continue
 				}
-				// dQ[r0:r1] += C·K[clo:chi], dK[clo:chi] += Cᵀ·Q[r0:r1]
-				mm(false, false, rb, d.d, w, 1, c, w, pr.k[clo*d.lq:], d.lq, 1, dq[r0*d.lq:], d.lq)
-				mm(true, false, w, d.d, rb, 1, c, w, pr.q[r0*d.lq:], d.lq, 1, dk[clo*d.lq:], d.lq)
+				// dQ[r0:r1] += alpha·C·K[clo:chi], dK[clo:chi] += alpha·Cᵀ·Q[r0:r1]
+				mm(false, false, rb, d.d, w, alpha, c, w, pr.k[clo*d.lq:], d.lq, 1, dq[r0*d.lq:], d.lq)
+				mm(true, false, w, d.d, rb, alpha, c, w, pr.q[r0*d.lq:], d.lq, 1, dk[clo*d.lq:], d.lq)
 				if k.useDist {
 					addNormGrads(dq, pr.q, rs[:rb], r0, d.lq, d.d)
 				}
 			}
-			if k.useDist {
-				addNormGrads(dk, pr.k, cs[:d.tk], 0, d.lq, d.d)
-			}
+			rw.endGrads(&pr, dk)
 		}
 	})
-	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, thetaParts, gr)
+	pairParamGrads(&k.pairSpec, d.n, d.tq, acc.hRows, acc.biasParts, acc.thetaParts, gr)
 }

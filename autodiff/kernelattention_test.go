@@ -1,6 +1,7 @@
 package autodiff
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -48,6 +49,73 @@ func TestKernelAttentionGradients(t *testing.T) {
 		checkOp(t, c.name, params, inputs, c.buildWith((*Graph).KernelAttention), GradCheck{MaxPerTensor: 25, RTol: 1e-5, ATol: 1e-7})
 		checkOp(t, c.name+"/features", params, inputs, c.buildInFeaturesWith((*Graph).KernelAttention), GradCheck{MaxPerTensor: 10, RTol: 1e-5, ATol: 1e-7})
 	}
+}
+
+// TestKernelAttentionFloat32Rows checks the float32 runs of KernelAttention against
+// float64, loss and every gradient, for every case on both layouts: on the float32 rows
+// of a PairKernel32 (rows32) and on the float64 rows that the other kernels take (the
+// same kernel behind only64), so that each float32 path meets an independent answer.
+func TestKernelAttentionFloat32Rows(t *testing.T) {
+	var worst [2]float64 // rows32, rows64
+	for _, c := range tiledCases {
+		params, inputs := c.tensors(7)
+		for _, v := range params {
+			f32Round(v)
+		}
+		variants := []tiledCase{c}
+		if _, ok := c.kern.(PairKernel32); ok {
+			h := c
+			h.kern = only64{c.kern}
+			if dk, ok := c.kern.(DirectPairKernel); ok {
+				h.kern = only64Direct{dk}
+			}
+			variants = append(variants, h)
+		}
+		for _, v := range variants {
+			k32 := 0
+			if _, ok := v.kern.(PairKernel32); !ok {
+				k32 = 1
+			}
+			if _, ok := v.kern.(ParamPairKernel); ok {
+				k32 = 1
+			}
+			for layout, build := range map[string]func(*Graph, map[string]*Node) *Node{
+				"split": v.buildWith((*Graph).KernelAttention), "features": v.buildInFeaturesWith((*Graph).KernelAttention),
+			} {
+				l64, g64 := runGradsWith(t, Float64, params, inputs, build)
+				l32, g32 := runGradsWith(t, Float32, params, inputs, build)
+				name := fmt.Sprintf("%s/%T/%s", c.name, v.kern, layout)
+				if d := math.Abs(l32-l64) / (1 + math.Abs(l64)); !(d <= 1e-5) {
+					t.Errorf("%s: float32 loss %v, float64 %v", name, l32, l64)
+				}
+				for n, want := range g64 {
+					d := diffOfLargest(g32[n], want)
+					worst[k32] = max(worst[k32], d)
+					if !(d <= 2e-4) {
+						t.Errorf("%s: float32 gradient of %s differs from float64 by %g of its largest magnitude", name, n, d)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("largest float32 − float64 gradient difference relative to the largest magnitude: rows32 %.2g, rows64 %.2g", worst[0], worst[1])
+}
+
+// diffOfLargest returns max |got − want| / max(max |want|, 0.01), +Inf where one is NaN
+// and the other not.
+func diffOfLargest(got, want []float64) float64 {
+	scale := 0.01
+	for _, v := range want {
+		scale = max(scale, math.Abs(v))
+	}
+	var d float64
+	for i, v := range want {
+		d = max(d, math.Abs(got[i]-v)/scale)
+		if math.IsNaN(got[i]) != math.IsNaN(v) {
+			return math.Inf(1)
+		}
+	}
+	return d
 }
 
 // TestKernelAttentionEdgeRows checks LocalMean's rules: a query that sees no key gets 0

@@ -43,13 +43,25 @@ func TestLinearErrors(t *testing.T) {
 // the loss and every gradient as float64.
 func runGrads(t *testing.T, dt Dtype, params map[string]*tensor.Dense, f func(g *Graph, p map[string]*Node) *Node) (float64, map[string][]float64) {
 	t.Helper()
-	m, byName := newTestModel(t, dt, params, nil, f, 5)
+	return runGradsWith(t, dt, params, nil, f)
+}
+
+// runGradsWith is runGrads with inputs (float64 tensors, cast to dt).
+func runGradsWith(t *testing.T, dt Dtype, params, inputs map[string]*tensor.Dense, f func(g *Graph, p map[string]*Node) *Node) (float64, map[string][]float64) {
+	t.Helper()
+	var names []string
+	in := map[string]*tensor.Dense{}
+	for n, v := range inputs {
+		names = append(names, n)
+		in[n] = castTo(v, dt)
+	}
+	m, byName := newTestModel(t, dt, params, names, f, 5)
 	ps := m.Params()
 	var res *Result
 	for range 2 { // the second run checks that reused buffers give the same answer
 		ps.ZeroGrad()
 		var err error
-		if res, err = m.Run(nil, RunMode{Backward: true}); err != nil {
+		if res, err = m.Run(in, RunMode{Backward: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -107,6 +107,7 @@ type pairSpec struct {
 	hIn, biasIn     int // input indices, 0 when absent
 	maskIn, thetaIn int
 	pk              ParamPairKernel // the kernel when it has parameters θ, else nil
+	k32             PairKernel32    // the kernel's float32 rows, where it has them and reads at most one term
 	nTheta          int
 	headsInFeatures bool
 	biasP, biasM    int
@@ -145,6 +146,9 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 	}
 	sp := pairSpec{kern: kern, heads: heads, mask: opt.Mask, h: opt.BandwidthValue, headsInFeatures: opt.HeadsInFeatures}
 	sp.useDot, sp.useDist = kern.PairTerms()
+	if k32, ok := kern.(PairKernel32); ok && !(sp.useDot && sp.useDist) {
+		sp.k32 = k32
+	}
 	inputs := []*Node{q, k, v}
 	if opt.Bandwidth != nil {
 		if !g.ok(op, opt.Bandwidth) {
@@ -189,6 +193,7 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 			return fail("kernel parameters %v, want [%d] for kernel %s", ts, pk.PairParamCount(), kern.Name())
 		}
 		sp.pk, sp.nTheta = pk, pk.PairParamCount()
+		sp.k32 = nil // its scores depend on θ
 		sp.thetaIn = len(inputs)
 		inputs = append(inputs, opt.KernelParams)
 	} else if opt.KernelParams != nil {
@@ -465,20 +470,7 @@ func pairRowScores[T float](k *pairSpec, pr *problem[T], sc *pairScratch, dots [
 		k.kern.PairScores(s, dot, d2, pr.bandwidth(t))
 	}
 	if pr.bias != nil {
-		j0, j1 := k.biasSpan(t, lo, len(s))
-		m := k.biasM
-		for j := range j0 {
-			s[j] += float64(pr.bias[0])
-		}
-		if j1 > j0 {
-			inner := pr.bias[lo+j0-t-k.mask.Offset+m:]
-			for j := j0; j < j1; j++ {
-				s[j] += float64(inner[j-j0])
-			}
-		}
-		for j := j1; j < len(s); j++ {
-			s[j] += float64(pr.bias[2*m])
-		}
+		addRelBias(k, s, pr.bias, t, lo)
 	}
 	return s
 }
@@ -502,22 +494,41 @@ func (k *pairSpec) biasSpan(t, lo, n int) (j0, j1 int) {
 	return j0, j1
 }
 
+// addRelBias adds the relative bias row bias [2M+1] to the scores s of query t and keys
+// lo..lo+len(s)−1.
+func addRelBias[S, T float](k *pairSpec, s []S, bias []T, t, lo int) {
+	j0, j1 := k.biasSpan(t, lo, len(s))
+	m := k.biasM
+	for j := range j0 {
+		s[j] += S(bias[0])
+	}
+	if j1 > j0 {
+		inner := bias[lo+j0-t-k.mask.Offset+m:]
+		for j := j0; j < j1; j++ {
+			s[j] += S(inner[j-j0])
+		}
+	}
+	for j := j1; j < len(s); j++ {
+		s[j] += S(bias[2*m])
+	}
+}
+
 // addBiasGrads adds the score gradients gs of query t and keys lo..lo+len(gs)−1 into the
 // gradient of the bias row, part [2M+1].
-func (k *pairSpec) addBiasGrads(part, gs []float64, t, lo int) {
+func addBiasGrads[T float](k *pairSpec, part []float64, gs []T, t, lo int) {
 	j0, j1 := k.biasSpan(t, lo, len(gs))
 	m := k.biasM
 	for _, x := range gs[:j0] {
-		part[0] += x
+		part[0] += float64(x)
 	}
 	if j1 > j0 {
 		inner := part[lo+j0-t-k.mask.Offset+m:]
 		for j, x := range gs[j0:j1] {
-			inner[j] += x
+			inner[j] += float64(x)
 		}
 	}
 	for _, x := range gs[j1:] {
-		part[2*m] += x
+		part[2*m] += float64(x)
 	}
 }
 
@@ -773,7 +784,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 							continue
 						}
 						if biasParts != nil {
-							k.addBiasGrads(biasParts[p*bw:(p+1)*bw], gs, t, c0)
+							addBiasGrads(&k.pairSpec, biasParts[p*bw:(p+1)*bw], gs, t, c0)
 						}
 						r := pairRowCoefs(&k.pairSpec, &sc.pairScratch, &pr, gs, sc.dots[i*tileKeys:i*tileKeys+w], crow, t, c0, c1, p, d.tq, hRows, thetaParts, cs)
 						if k.useDist {
@@ -858,7 +869,7 @@ func pairParamGrads[T float](k *pairSpec, n, tq int, hRows, biasParts, thetaPart
 // addNormGrads adds 2·g[i]·x_{r0+i} to the rows r0, r0+1, … of dx (rows ld apart, d wide):
 // the gradient of the squared norms in ‖q − k‖² = ‖q‖² − 2q·k + ‖k‖², for g the sums of
 // the score gradients over each query's keys (dq) or each key's queries (dk).
-func addNormGrads[T float](dx, x []T, g []float64, r0, ld, d int) {
+func addNormGrads[T, G float](dx, x []T, g []G, r0, ld, d int) {
 	for i, gi := range g {
 		t := r0 + i
 		f := T(2 * gi)

@@ -28,6 +28,20 @@ func (testExp) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64) flo
 	return gh
 }
 
+func (testExp) PairScores32(s, x []float32, h float32) {
+	for j, v := range x {
+		s[j] = v / h
+	}
+}
+func (testExp) PairGrads32(g, x []float32, h float32) float64 {
+	var gh float64
+	for j, v := range g {
+		gh -= float64(v) * float64(x[j]) / float64(h*h)
+		g[j] = v / h
+	}
+	return gh
+}
+
 type testGauss struct{}
 
 func (testGauss) Name() string                { return "gauss" }
@@ -42,6 +56,20 @@ func (testGauss) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) flo
 	for j, g := range gs {
 		gd2[j] = -g / (2 * h * h)
 		gh += g * d2[j] / (h * h * h)
+	}
+	return gh
+}
+
+func (testGauss) PairScores32(s, x []float32, h float32) {
+	for j, v := range x {
+		s[j] = -v / (2 * h * h)
+	}
+}
+func (testGauss) PairGrads32(g, x []float32, h float32) float64 {
+	var gh float64
+	for j, v := range g {
+		gh += float64(v) * float64(x[j]) / float64(h*h*h)
+		g[j] = -v / (2 * h * h)
 	}
 	return gh
 }
@@ -78,6 +106,73 @@ func (testEpan) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) floa
 	return gh
 }
 
+func (testEpan) PairScores32(s, x []float32, h float32) {
+	for j, v := range x {
+		u := v / (h * h)
+		if u >= 1 {
+			s[j] = float32(math.Inf(-1))
+			continue
+		}
+		s[j] = float32(math.Log1p(-float64(u)))
+	}
+}
+func (testEpan) PairValues32(k, x []float32, h float32) {
+	for j, v := range x {
+		k[j] = max(1-v/(h*h), 0)
+	}
+}
+func (testEpan) PairGrads32(g, x []float32, h float32) float64 {
+	var gh float64
+	for j, v := range g {
+		u := x[j] / (h * h)
+		if v == 0 || u >= 1 {
+			g[j] = 0
+			continue
+		}
+		gh += float64(v * 2 * u / h / (1 - u))
+		g[j] = -v / (h * h) / (1 - u)
+	}
+	return gh
+}
+
+// testLaplace is log K = −‖q − k‖ / h, whose float32 rows read the distance
+// (DistancePairKernel32).
+type testLaplace struct{}
+
+func (testLaplace) Name() string                { return "laplace" }
+func (testLaplace) PairTerms() (dot, dist bool) { return false, true }
+func (testLaplace) PairScores(s, _, d2 []float64, h float64) {
+	for j, x := range d2 {
+		s[j] = -math.Sqrt(x) / h
+	}
+}
+func (testLaplace) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+	var gh float64
+	for j, g := range gs {
+		r := math.Sqrt(d2[j])
+		if g == 0 || r == 0 {
+			continue
+		}
+		gd2[j] = -g / (2 * r * h)
+		gh += g * r / (h * h)
+	}
+	return gh
+}
+func (testLaplace) PairDistance32() {}
+func (testLaplace) PairScores32(s, r []float32, h float32) {
+	for j, v := range r {
+		s[j] = -v / h
+	}
+}
+func (testLaplace) PairGrads32(g, r []float32, h float32) float64 {
+	var gh float64
+	for j, v := range g {
+		gh += float64(v) * float64(r[j]) / float64(h*h)
+		g[j] = -v / h
+	}
+	return gh
+}
+
 // testUniform is the constant kernel, log K = 0: the scores read neither term.
 type testUniform struct{}
 
@@ -85,6 +180,16 @@ func (testUniform) Name() string                                                
 func (testUniform) PairTerms() (dot, dist bool)                                    { return false, false }
 func (testUniform) PairScores(s, _, _ []float64, _ float64)                        { clear(s) }
 func (testUniform) PairGrads(_, _, _ []float64, _ float64, _, _ []float64) float64 { return 0 }
+func (testUniform) PairScores32(s, _ []float32, _ float32)                         { clear(s) }
+func (testUniform) PairGrads32(g, _ []float32, _ float32) float64 {
+	clear(g)
+	return 0
+}
+
+// only64 hides a kernel's float32 rows: KernelAttention evaluates it through the float64
+// PairKernel in float32 runs too; only64Direct keeps DirectPairKernel.
+type only64 struct{ PairKernel }
+type only64Direct struct{ DirectPairKernel }
 
 type tiledCase struct {
 	name         string
@@ -108,6 +213,8 @@ var tiledCases = []tiledCase{
 	{name: "epanCausal", kern: testEpan{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, hval: 2.5},
 	{name: "gaussHeadsCausalBias", kern: testGauss{}, b: 2, h: 3, tq: 40, tk: 40, mask: Mask{Causal: true}, perHead: true, biasM: 4, biasP: 3, hval: 1.3},
 	{name: "expOffsetBias", kern: testExp{}, b: 1, h: 2, tq: 6, tk: 70, mask: Mask{Causal: true, Offset: 64}, biasM: 3, biasP: 2, hval: 2},
+	{name: "laplaceCausalRowsBias", kern: testLaplace{}, b: 2, h: 2, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, biasM: 3, biasP: 2, hval: 1.4},
+	{name: "laplacePadHollowHeads", kern: testLaplace{}, b: 2, h: 2, tq: 40, tk: 40, mask: Mask{Hollow: true}, keyPad: true, perHead: true, hval: 2},
 	{name: "uniformWindowBias", kern: testUniform{}, b: 1, h: 2, tq: 35, tk: 35, mask: Mask{Window: 6}, biasM: 3, biasP: 2, hval: 1},
 	// Mixtures (kernel parameters θ): of a dot-product and a distance kernel, and of two
 	// compact kernels, where some pairs lie outside one support and some outside both.

@@ -71,3 +71,36 @@ func (Cauchy) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float6
 	}
 	return gh
 }
+
+// PairScores32 sets s = −log(1 + ‖q − k‖² / h²) from the terms x (autodiff.PairKernel32; s
+// may be x).
+func (Cauchy) PairScores32(s, x []float32, h float32) {
+	s = s[:len(x)]
+	c := 1 / (float64(h) * float64(h))
+	for j, v := range x {
+		s[j] = float32(-math.Log1p(float64(v) * c))
+	}
+}
+
+// PairValues32 sets k = 1 / (1 + ‖q − k‖² / h²) from the terms x
+// (autodiff.DirectPairKernel32; k may be x).
+func (Cauchy) PairValues32(k, x []float32, h float32) {
+	k = k[:len(x)]
+	c := 1 / (h * h)
+	for j, v := range x {
+		k[j] = 1 / (1 + v*c)
+	}
+}
+
+// PairGrads32 is PairGrads in float32, in place.
+func (Cauchy) PairGrads32(g, x []float32, h float32) float64 {
+	var gh float64
+	hh := h * h
+	x = x[:len(g)]
+	for j, v := range g {
+		f := v / (hh + x[j])
+		gh += float64(f * x[j])
+		g[j] = -f
+	}
+	return 2 * gh / float64(h)
+}

@@ -86,3 +86,46 @@ func (Epanechnikov) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) 
 	}
 	return gh
 }
+
+// PairScores32 sets s = log(1 − ‖q − k‖² / h²), −Inf outside the support, from the
+// terms x (autodiff.PairKernel32; s may be x).
+func (Epanechnikov) PairScores32(s, x []float32, h float32) {
+	s = s[:len(x)]
+	c := 1 / (float64(h) * float64(h))
+	for j, v := range x {
+		u := float64(v) * c
+		if u >= 1 {
+			s[j] = float32(math.Inf(-1))
+			continue
+		}
+		s[j] = float32(math.Log1p(-u))
+	}
+}
+
+// PairValues32 sets k = max(0, 1 − ‖q − k‖² / h²) from the terms x
+// (autodiff.DirectPairKernel32; k may be x).
+func (Epanechnikov) PairValues32(k, x []float32, h float32) {
+	k = k[:len(x)]
+	c := 1 / (h * h)
+	for j, v := range x {
+		k[j] = max(1-v*c, 0)
+	}
+}
+
+// PairGrads32 is PairGrads in float32, in place: zero outside the support.
+func (Epanechnikov) PairGrads32(g, x []float32, h float32) float64 {
+	var gh float64
+	hh := h * h
+	x = x[:len(g)]
+	for j, v := range g {
+		den := hh - x[j]
+		if v == 0 || den <= 0 {
+			g[j] = 0
+			continue
+		}
+		f := v / den
+		gh += float64(f * x[j])
+		g[j] = -f
+	}
+	return 2 * gh / float64(h)
+}

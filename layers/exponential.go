@@ -66,3 +66,24 @@ func (Exponential) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64)
 	}
 	return gh / (h * h)
 }
+
+// PairScores32 sets s = q·k / h from the terms x (autodiff.PairKernel32; s may be x).
+func (Exponential) PairScores32(s, x []float32, h float32) {
+	s = s[:len(x)]
+	c := 1 / h
+	for j, v := range x {
+		s[j] = v * c
+	}
+}
+
+// PairGrads32 is PairGrads in float32, in place.
+func (Exponential) PairGrads32(g, x []float32, h float32) float64 {
+	var gh float64
+	c := 1 / h
+	x = x[:len(g)]
+	for j, v := range g {
+		gh -= float64(v * x[j])
+		g[j] = v * c
+	}
+	return gh / float64(h*h)
+}

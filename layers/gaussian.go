@@ -60,3 +60,25 @@ func (Gaussian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) floa
 	}
 	return gh / (h * h * h)
 }
+
+// PairScores32 sets s = −‖q − k‖² / (2h²) from the terms x (autodiff.PairKernel32; s may
+// be x).
+func (Gaussian) PairScores32(s, x []float32, h float32) {
+	s = s[:len(x)]
+	c := -1 / (2 * h * h)
+	for j, v := range x {
+		s[j] = c * v
+	}
+}
+
+// PairGrads32 is PairGrads in float32, in place.
+func (Gaussian) PairGrads32(g, x []float32, h float32) float64 {
+	c := -1 / (2 * h * h)
+	var gh float64
+	x = x[:len(g)]
+	for j, v := range g {
+		gh += float64(v * x[j])
+		g[j] = c * v
+	}
+	return gh / float64(h*h*h)
+}

@@ -69,3 +69,28 @@ func (Laplacian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) flo
 	}
 	return gh / (h * h)
 }
+
+// PairDistance32 marks the float32 rows as reading the distance ‖q − k‖
+// (autodiff.DistancePairKernel32).
+func (Laplacian) PairDistance32() {}
+
+// PairScores32 sets s = −r / h from the distances r (autodiff.PairKernel32; s may be r).
+func (Laplacian) PairScores32(s, r []float32, h float32) {
+	s = s[:len(r)]
+	c := -1 / h
+	for j, v := range r {
+		s[j] = c * v
+	}
+}
+
+// PairGrads32 sets g = g·∂s/∂r = −g / h and returns Σ g·∂s/∂h = Σ g·r / h².
+func (Laplacian) PairGrads32(g, r []float32, h float32) float64 {
+	var gh float64
+	c := -1 / h
+	r = r[:len(g)]
+	for j, v := range g {
+		gh += float64(v * r[j])
+		g[j] = c * v
+	}
+	return gh / float64(h*h)
+}

@@ -89,6 +89,15 @@ func (Uniform) PairScores(s, _, _ []float64, _ float64) { clear(s) }
 // PairGrads returns 0: the scores depend on nothing.
 func (Uniform) PairGrads(_, _, _ []float64, _ float64, _, _ []float64) float64 { return 0 }
 
+// PairScores32 sets s = 0 (autodiff.PairKernel32).
+func (Uniform) PairScores32(s, _ []float32, _ float32) { clear(s) }
+
+// PairGrads32 sets g = 0 and returns 0: the scores depend on nothing.
+func (Uniform) PairGrads32(g, _ []float32, _ float32) float64 {
+	clear(g)
+	return 0
+}
+
 // Product is the product kernel K₁(q, k)·K₂(t, s) of a content kernel and a position
 // kernel (THEORY.md §1): its scores are the content scores plus the position scores,
 // restricted to the position kernel's box. Scores and LogK give the content part; the

@@ -107,3 +107,58 @@ func (Tricube) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float
 	}
 	return gh * ih
 }
+
+// PairDistance32 marks the float32 rows as reading the distance ‖q − k‖
+// (autodiff.DistancePairKernel32).
+func (Tricube) PairDistance32() {}
+
+// PairScores32 sets s = 3·log(1 − (r / h)³), −Inf outside the support, from the
+// distances r (autodiff.PairKernel32; s may be r).
+func (Tricube) PairScores32(s, r []float32, h float32) {
+	s = s[:len(r)]
+	c := 1 / float64(h)
+	for j, v := range r {
+		u := float64(v) * c
+		if u >= 1 {
+			s[j] = float32(math.Inf(-1))
+			continue
+		}
+		s[j] = float32(3 * math.Log1p(-u*u*u))
+	}
+}
+
+// PairValues32 sets k = (1 − (r / h)³)³, 0 outside the support, from the distances r
+// (autodiff.DirectPairKernel32; k may be r).
+func (Tricube) PairValues32(k, r []float32, h float32) {
+	k = k[:len(r)]
+	c := 1 / h
+	for j, v := range r {
+		u := v * c
+		if u >= 1 {
+			k[j] = 0
+			continue
+		}
+		w := 1 - u*u*u
+		k[j] = w * w * w
+	}
+}
+
+// PairGrads32 sets g = g·∂s/∂r = −9g·u² / (h(1 − u³)), u = r / h, and returns
+// Σ g·∂s/∂h = Σ 9g·u³ / (h(1 − u³)): zero outside the support.
+func (Tricube) PairGrads32(g, r []float32, h float32) float64 {
+	var gh float64
+	ih := 1 / h
+	r = r[:len(g)]
+	for j, v := range g {
+		u := r[j] * ih
+		if v == 0 || u >= 1 {
+			g[j] = 0
+			continue
+		}
+		u2 := u * u
+		f := 9 * v * u2 / (1 - u2*u)
+		gh += float64(f * u)
+		g[j] = -f * ih
+	}
+	return gh * float64(ih)
+}

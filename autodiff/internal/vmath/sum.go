@@ -1,5 +1,7 @@
 package vmath
 
+import "math"
+
 // AddTo sets y[i] = a[i] + b[i] (b and y must be at least as long as a), the same
 // float32 additions on every path.
 func AddTo(a, b, y []float32) {
@@ -31,5 +33,65 @@ func SigmoidGrad(y, g, dx []float32) {
 	for i := n; i < len(y); i++ {
 		s := y[i]
 		dx[i] = g[i] * s * (1 - s)
+	}
+}
+
+// SqDist sets x[j] = qq + kk[j] − 2·dots[j], made 0 where round-off takes it below 0 (a
+// NaN stays NaN): the squared distances ‖q‖² + ‖k_j‖² − 2q·k_j of a query and keys from
+// their squared norms and dot products, the same float32 result on every path. dots and
+// kk must be at least as long as x; x may be dots.
+func SqDist(x, dots []float32, qq float32, kk []float32) {
+	dots, kk = dots[:len(x)], kk[:len(x)]
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			sqDistAVX2(&x[0], &dots[0], qq, &kk[0], n)
+		}
+	}
+	for j := n; j < len(x); j++ {
+		v := (qq + kk[j]) - 2*dots[j]
+		if v < 0 {
+			v = 0
+		}
+		x[j] = v
+	}
+}
+
+// Dist sets x[j] = √max(qq + kk[j] − 2·dots[j], 0) (SqDist's squared distances, then
+// their square roots, correctly rounded on every path): the distances ‖q − k_j‖.
+func Dist(x, dots []float32, qq float32, kk []float32) {
+	dots, kk = dots[:len(x)], kk[:len(x)]
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			distAVX2(&x[0], &dots[0], qq, &kk[0], n)
+		}
+	}
+	SqDist(x[n:], dots[n:], qq, kk[n:])
+	for j := n; j < len(x); j++ {
+		x[j] = float32(math.Sqrt(float64(x[j]))) // exact: a float64 root rounds once more, correctly
+	}
+}
+
+// DistGrad turns gradients g with respect to distances r into gradients with respect to
+// the squared distances r²: g[j] = g[j] / (2·r[j]), and 0 where g[j] or r[j] is 0 (the zero
+// subgradient at r = 0); a NaN stays NaN. r must be at least as long as g.
+func DistGrad(g, r []float32) {
+	r = r[:len(g)]
+	n := 0
+	if hasAVX2 {
+		n = len(g) &^ 7
+		if n > 0 {
+			distGradAVX2(&g[0], &r[0], n)
+		}
+	}
+	for j := n; j < len(g); j++ {
+		if g[j] == 0 || r[j] == 0 {
+			g[j] = 0
+			continue
+		}
+		g[j] /= 2 * r[j]
 	}
 }

@@ -69,3 +69,87 @@ sgloop:
 	JNZ  sgloop
 	VZEROUPPER
 	RET
+
+// SQDIST8 sets Y0 to max(qq + kk − 2·dots, 0) for the 8 floats at (DX) and (SI), with
+// Y4 = qq, Y5 = 0 and Y6 = −2 broadcast. The product 2·dots is exact, so the fused
+// negative multiply-add rounds once, as the scalar expression's subtraction does; VMAXPS
+// with the value as its second source keeps a NaN.
+#define SQDIST8 \
+	VADDPS      (DX), Y4, Y0 \
+	VFMADD231PS (SI), Y6, Y0 \
+	VMAXPS      Y0, Y5, Y0
+
+// func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int)
+// x = max(qq + kk − 2·dots, 0) for n a positive multiple of 8.
+TEXT ·sqDistAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), DI
+	MOVQ         dots+8(FP), SI
+	VBROADCASTSS qq+16(FP), Y4
+	MOVQ         kk+24(FP), DX
+	MOVQ         n+32(FP), CX
+	VXORPS       Y5, Y5, Y5
+	MOVL         $0xc0000000, AX // −2
+	MOVL         AX, X6
+	VBROADCASTSS X6, Y6
+
+sdloop:
+	SQDIST8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     sdloop
+	VZEROUPPER
+	RET
+
+// func distAVX2(x, dots *float32, qq float32, kk *float32, n int)
+// x = √max(qq + kk − 2·dots, 0) for n a positive multiple of 8.
+TEXT ·distAVX2(SB), NOSPLIT, $0-40
+	MOVQ         x+0(FP), DI
+	MOVQ         dots+8(FP), SI
+	VBROADCASTSS qq+16(FP), Y4
+	MOVQ         kk+24(FP), DX
+	MOVQ         n+32(FP), CX
+	VXORPS       Y5, Y5, Y5
+	MOVL         $0xc0000000, AX // −2
+	MOVL         AX, X6
+	VBROADCASTSS X6, Y6
+
+dloop:
+	SQDIST8
+	VSQRTPS Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     dloop
+	VZEROUPPER
+	RET
+
+// func distGradAVX2(gr, r *float32, n int)
+// g = g / (2r), 0 where g or r is 0 (a NaN compares unequal and stays), for n a positive
+// multiple of 8.
+TEXT ·distGradAVX2(SB), NOSPLIT, $0-24
+	MOVQ   gr+0(FP), DI
+	MOVQ   r+8(FP), SI
+	MOVQ   n+16(FP), CX
+	VXORPS Y5, Y5, Y5
+
+dgloop:
+	VMOVUPS (DI), Y0
+	VMOVUPS (SI), Y1
+	VCMPPS  $4, Y5, Y0, Y2 // g ≠ 0, unordered
+	VCMPPS  $4, Y5, Y1, Y3 // r ≠ 0, unordered
+	VANDPS  Y3, Y2, Y2
+	VADDPS  Y1, Y1, Y1
+	VDIVPS  Y1, Y0, Y0
+	VANDPS  Y2, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JNZ     dgloop
+	VZEROUPPER
+	RET

@@ -1,6 +1,7 @@
 package vmath
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -54,6 +55,97 @@ func TestSigmoidGrad(t *testing.T) {
 			SigmoidGrad(y, g, dx)
 			if i := sameBits(dx, want); i >= 0 {
 				t.Fatalf("avx2=%v n=%d: dx[%d] = %v for y %v g %v, want %v", avx, n, i, dx[i], y[i], g[i], want[i])
+			}
+		}
+	}
+}
+
+// TestSqDist checks x = max(qq + kk − 2·dots, 0) against the scalar float32 expression
+// bit for bit on both paths (NaN for NaN), special values included, in place too.
+func TestSqDist(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	for _, avx := range paths {
+		setAVX2(avx)
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 64, 1000} {
+			dots, kk := elemInput(rng, n), elemInput(rng, n)
+			for i := range kk {
+				kk[i] *= kk[i] // norms are >= 0
+			}
+			for _, qq := range []float32{0, 0.7, 3, float32(math.Inf(1)), float32(math.NaN())} {
+				want, x := make([]float32, n), make([]float32, n)
+				for i := range want {
+					v := qq + kk[i]
+					v -= 2 * dots[i]
+					if v < 0 {
+						v = 0
+					}
+					want[i] = v
+				}
+				SqDist(x, dots, qq, kk)
+				in := append([]float32(nil), dots...)
+				SqDist(in, in, qq, kk)
+				for i := range want {
+					for _, got := range []float32{x[i], in[i]} {
+						if math.Float32bits(got) != math.Float32bits(want[i]) && !(got != got && want[i] != want[i]) {
+							t.Fatalf("avx2=%v n=%d qq=%v: x[%d] = %v, want %v (dot %v, kk %v)", avx, n, qq, i, got, want[i], dots[i], kk[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDistAndDistGrad checks Dist (√ of SqDist) and DistGrad (g / 2r, 0 where g or r is
+// 0) against the scalar float32 expressions bit for bit on both paths (NaN for NaN),
+// special values included.
+func TestDistAndDistGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b) }
+	for _, avx := range paths {
+		setAVX2(avx)
+		for _, n := range []int{0, 1, 7, 8, 9, 33, 64, 1000} {
+			dots, kk, g := elemInput(rng, n), elemInput(rng, n), elemInput(rng, n)
+			for i := range kk {
+				kk[i] *= kk[i]
+			}
+			const qq = 1.3
+			x := make([]float32, n)
+			Dist(x, dots, qq, kk)
+			sq := make([]float32, n)
+			SqDist(sq, dots, qq, kk)
+			for i := range x {
+				if want := float32(math.Sqrt(float64(sq[i]))); !same(x[i], want) {
+					t.Fatalf("avx2=%v n=%d: Dist x[%d] = %v, want %v", avx, n, i, x[i], want)
+				}
+			}
+			r := elemInput(rng, n)
+			for i := range r {
+				r[i] = float32(math.Abs(float64(r[i])))
+				if i%5 == 1 {
+					r[i] = 0
+				}
+			}
+			got := append([]float32(nil), g...)
+			DistGrad(got, r)
+			for i := range got {
+				want := g[i] / (2 * r[i])
+				if g[i] == 0 || r[i] == 0 {
+					want = 0
+				}
+				if !same(got[i], want) {
+					t.Fatalf("avx2=%v n=%d: DistGrad g[%d] = %v, want %v (g %v, r %v)", avx, n, i, got[i], want, g[i], r[i])
+				}
 			}
 		}
 	}

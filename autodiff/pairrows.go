@@ -1,0 +1,400 @@
+package autodiff
+
+import (
+	"math"
+
+	"github.com/locusml/locus/autodiff/internal/vmath"
+)
+
+// PairKernel32 is a PairKernel that also evaluates a row of pairs in float32, in place:
+// KernelAttention's float32 runs take it for a kernel that reads one term (the dot
+// product or the squared distance) and has no parameters θ of its own, instead of
+// converting every pair to float64 and back. The float64 methods stay the reference
+// (float64 runs and gradient checks use them).
+type PairKernel32 interface {
+	PairKernel
+	// PairScores32 sets s[j] to the log-score at bandwidth h of the pair whose term is
+	// x[j], the one that PairTerms names (no meaning for a kernel that reads none; the
+	// distance for a DistancePairKernel32): −Inf outside the support. s may be x.
+	PairScores32(s, x []float32, h float32)
+	// PairGrads32 replaces each score gradient g[j] by g[j]·∂s_j/∂x_j at the pair terms x
+	// (PairScores32's) and returns Σ_j g[j]·∂s_j/∂h. Where g[j] is 0 the result is 0,
+	// never NaN.
+	PairGrads32(g, x []float32, h float32) (gh float64)
+}
+
+// DirectPairKernel32 is a DirectPairKernel with float32 rows: KernelAttention's float32
+// runs normalise its values as DirectPairKernel's do.
+type DirectPairKernel32 interface {
+	DirectPairKernel
+	PairKernel32
+	// PairValues32 sets k[j] to the kernel's value K = exp(score) in [0, 1] of the pair
+	// whose term is x[j], 0 outside the support. k may be x.
+	PairValues32(k, x []float32, h float32)
+}
+
+// DistancePairKernel32 is a PairKernel32 of the squared distance whose float32 rows read
+// the distance r = ‖q − k‖ itself as their term x, and whose PairGrads32 gives
+// g·∂s/∂r: KernelAttention takes the square roots and turns ∂L/∂r into
+// ∂L/∂r² = ∂L/∂r / (2r) (0 at r = 0, the zero subgradient) in vector loops, so that the
+// kernel's own loops need neither (Laplacian and tricube kernels).
+type DistancePairKernel32 interface {
+	PairKernel32
+	// PairDistance32 marks the kernel; it does nothing.
+	PairDistance32()
+}
+
+// pairAcc holds a backward pass's parts of the parameter gradients, per problem (or per
+// problem and query row), reduced by pairParamGrads: nil where the input is absent.
+type pairAcc struct {
+	hRows      []float64 // [N·Tq] bandwidth gradients per query row
+	biasParts  []float64 // [N, 2M+1]
+	thetaParts []float64 // [N, nTheta]
+}
+
+// pairRows is how one worker of KernelAttention turns the dot products of a query's
+// visible keys into its weights, and the products dm·vᵀ back into the coefficients of
+// dq and dk: rows64 in float64 for every kernel, rows32 in float32 for a PairKernel32.
+type pairRows[T float] interface {
+	// begin starts problem pi of the forward pass (its squared norms, kept for the
+	// backward pass, and its bias's exponentials).
+	begin(pr *problem[T], pi int)
+	// weights sets row[clo:chi] to query t's weights, 0 for the keys it does not see, from
+	// the dot products drow of the keys it sees in [clo, chi) (nil when none).
+	weights(pr *problem[T], row, drow []T, t, clo, chi int)
+	// beginGrads starts problem pi of the backward pass.
+	beginGrads(pr *problem[T], pi int)
+	// coefs replaces cv, the products dm_t·v_s of query t with keys lo..hi−1, by the
+	// coefficients c of its dot products (dq_t += alpha·Σ_s c_s k_s, dk_s += alpha·c_s q_t)
+	// from its weights prow, δ = dm_t·m_t and its dot products drow; it adds the parameter
+	// gradients into the pass's pairAcc and returns the row's Σ_s ∂L/∂d²_ts.
+	coefs(pr *problem[T], cv, prow, drow []T, delta float64, t, lo, hi, pi int) (rowD2 float64)
+	// alpha is the factor of the coefficients in dq and dk.
+	alpha() T
+	// endGrads adds the keys' share of the squared norms' gradient into dk.
+	endGrads(pr *problem[T], dk []T)
+}
+
+// rows64 evaluates rows in float64 through PairKernel (or ParamPairKernel, or
+// DirectPairKernel).
+type rows64[T float] struct {
+	k      *kernelAttention
+	d      tiledDims
+	acc    *pairAcc
+	direct DirectPairKernel
+	sc     pairScratch
+	eb     []float64 // exp(bias − max bias), for a direct kernel
+	cs     []float64 // [Tk] each key's Σ_t ∂L/∂d²_ts
+}
+
+func newRows64[T float](k *kernelAttention, d tiledDims, acc *pairAcc) pairRows[T] {
+	r := &rows64[T]{k: k, d: d, acc: acc, sc: newPairScratch(d.tk, d.tq, d.tk)}
+	if k.pk == nil { // with θ, its values depend on θ: the scores' path
+		r.direct, _ = k.kern.(DirectPairKernel)
+	}
+	if acc != nil {
+		r.cs = make([]float64, d.tk)
+	}
+	return r
+}
+
+func (r *rows64[T]) begin(pr *problem[T], pi int) {
+	if r.direct != nil && pr.bias != nil {
+		r.eb = expBias(pr.bias, r.eb)
+	}
+	if problemNorms(&r.k.pairSpec, r.d, pr, &r.sc) {
+		nb := r.k.norms[pi*(r.d.tq+r.d.tk) : (pi+1)*(r.d.tq+r.d.tk)]
+		copy(nb, r.sc.qq[:r.d.tq])
+		copy(nb[r.d.tq:], r.sc.kk[:r.d.tk])
+	}
+}
+
+func (r *rows64[T]) weights(pr *problem[T], row, drow []T, t, clo, chi int) {
+	k := r.k
+	if r.direct != nil {
+		directWeights(k, r.direct, pr, &r.sc, r.eb, drow, row, t, clo, chi)
+		return
+	}
+	lo, hi, _ := k.mask.visible(t, len(row))
+	lo, hi = max(lo, clo), min(hi, chi)
+	if hi > lo {
+		for j, x := range pairRowScores(&k.pairSpec, pr, &r.sc, drow, t, lo, hi) {
+			row[lo+j] = T(x)
+		}
+	}
+	softmaxVisible(row, row, pr.km, k.mask, t, clo, chi)
+}
+
+func (r *rows64[T]) beginGrads(pr *problem[T], pi int) {
+	if r.k.useDist { // the forward pass's squared norms
+		nb := r.k.norms[pi*(r.d.tq+r.d.tk) : (pi+1)*(r.d.tq+r.d.tk)]
+		r.sc.qq, r.sc.kk = nb[:r.d.tq], nb[r.d.tq:]
+		clear(r.cs)
+	}
+}
+
+func (r *rows64[T]) coefs(pr *problem[T], cv, prow, drow []T, delta float64, t, lo, hi, pi int) float64 {
+	k := r.k
+	gs := r.sc.gs[:hi-lo]
+	nz := false
+	for j, x := range prow {
+		gs[j] = float64(x) * (float64(cv[j]) - delta)
+		nz = nz || gs[j] != 0
+	}
+	if !nz {
+		clear(cv)
+		return 0
+	}
+	if r.acc.biasParts != nil {
+		bw := 2*k.biasM + 1
+		addBiasGrads(&k.pairSpec, r.acc.biasParts[pi*bw:(pi+1)*bw], gs, t, lo)
+	}
+	return pairRowCoefs(&k.pairSpec, &r.sc, pr, gs, drow, cv, t, lo, hi, pi, r.d.tq, r.acc.hRows, r.acc.thetaParts, r.cs)
+}
+
+func (r *rows64[T]) alpha() T { return 1 }
+
+func (r *rows64[T]) endGrads(pr *problem[T], dk []T) {
+	if r.k.useDist {
+		addNormGrads(dk, pr.k, r.cs[:r.d.tk], 0, r.d.lq, r.d.d)
+	}
+}
+
+// rows32 evaluates rows in float32 through PairKernel32 (DirectPairKernel32), with
+// package vmath's vector loops around the kernel's own: the forward pass turns the dot
+// products into the terms the kernel reads in place (the squared distances, once), and
+// the backward pass reads them there and turns the products dm·vᵀ into the score
+// gradients and then ∂L/∂term in place.
+type rows32 struct {
+	k      *kernelAttention
+	d      tiledDims
+	acc    *pairAcc
+	kern   PairKernel32
+	direct DirectPairKernel32
+	radial bool      // the kernel is a DistancePairKernel32
+	zeros  []float32 // [Tk] the terms of a kernel that reads none
+	eb     []float32 // exp(bias − max bias), for a direct kernel
+	qq, kk []float32 // the problem's squared norms
+	cs     []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts
+}
+
+func newRows32(k *kernelAttention, d tiledDims, acc *pairAcc) pairRows[float32] {
+	r := &rows32{k: k, d: d, acc: acc, kern: k.k32, zeros: make([]float32, d.tk)}
+	r.direct, _ = k.k32.(DirectPairKernel32)
+	_, r.radial = k.k32.(DistancePairKernel32)
+	r.radial = r.radial && k.useDist
+	if k.useDist {
+		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
+	}
+	if acc != nil {
+		r.cs = make([]float32, d.tk)
+	}
+	return r
+}
+
+func (r *rows32) begin(pr *problem[float32], pi int) {
+	if r.direct != nil && pr.bias != nil {
+		r.eb = expBias32(pr.bias, r.eb)
+	}
+	if r.k.useDist {
+		sqNorms32(pr.q, r.d.tq, r.d.d, r.d.lq, r.qq)
+		sqNorms32(pr.k, r.d.tk, r.d.d, r.d.lq, r.kk)
+	}
+}
+
+// sqNorms32 sets out[i] = ‖x_i‖² for rows x_i of x (ld apart, d wide).
+func sqNorms32(x []float32, rows, d, ld int, out []float32) {
+	for i := range rows {
+		out[i] = float32(dot64(x[i*ld:i*ld+d], x[i*ld:i*ld+d]))
+	}
+}
+
+// expBias32 is expBias in float32.
+func expBias32(bias, buf []float32) []float32 {
+	buf = resized(buf, len(bias))
+	mx := float32(math.Inf(-1))
+	for _, b := range bias {
+		mx = max(mx, b)
+	}
+	for i, b := range bias {
+		buf[i] = vmath.Exp32(b - mx)
+	}
+	return buf
+}
+
+// terms returns the terms the kernel reads of query t's pairs with keys lo..lo+len(x)−1
+// from their dot products in drow: the dot products themselves, or the squared
+// distances (the distances, for a DistancePairKernel32) written over them, or zeros when
+// it reads neither.
+func (r *rows32) terms(drow []float32, t, lo, n int) []float32 {
+	switch {
+	case r.radial:
+		vmath.Dist(drow, drow, r.qq[t], r.kk[lo:lo+n])
+		return drow
+	case r.k.useDist:
+		vmath.SqDist(drow, drow, r.qq[t], r.kk[lo:lo+n])
+		return drow
+	case r.k.useDot:
+		return drow
+	}
+	return r.zeros[:n]
+}
+
+func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
+	k := r.k
+	lo, hi, self := k.mask.visible(t, len(row))
+	lo, hi = max(lo, clo), min(hi, chi)
+	if hi <= lo {
+		clear(row[clo:chi])
+		return
+	}
+	x := r.terms(drow, t, lo, hi-lo)
+	h := float32(pr.bandwidth(t))
+	w := row[lo:hi]
+	if r.direct == nil {
+		r.kern.PairScores32(w, x, h)
+		if pr.bias != nil {
+			addRelBias(&k.pairSpec, w, pr.bias, t, lo)
+		}
+		softmaxVisible(row, row, pr.km, k.mask, t, clo, chi)
+		return
+	}
+	clear(row[clo:lo])
+	clear(row[hi:chi])
+	r.direct.PairValues32(w, x, h)
+	if pr.bias != nil {
+		mulBias(&k.pairSpec, w, r.eb, t, lo)
+	}
+	hideKeys(w, pr.km, self, lo, hi)
+	normaliseValues(w, w)
+}
+
+func (r *rows32) beginGrads(*problem[float32], int) {
+	if r.k.useDist {
+		clear(r.cs)
+	}
+}
+
+func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta float64, t, lo, hi, pi int) float64 {
+	k := r.k
+	vmath.ScoreGrad(cv, prow, float32(delta), 1) // the score gradients w ⊙ (dm·vᵀ − δ)
+	if r.acc.biasParts != nil {
+		bw := 2*k.biasM + 1
+		addBiasGrads(&k.pairSpec, r.acc.biasParts[pi*bw:(pi+1)*bw], cv, t, lo)
+	}
+	x := drow // the forward pass's terms
+	if x == nil {
+		x = r.zeros[:hi-lo]
+	}
+	gh := r.kern.PairGrads32(cv, x, float32(pr.bandwidth(t)))
+	if r.acc.hRows != nil {
+		r.acc.hRows[pi*r.d.tq+t] += gh
+	}
+	if !k.useDist {
+		return 0
+	}
+	if r.radial {
+		vmath.DistGrad(cv, x)
+	}
+	vmath.Add(r.cs[lo:hi], cv)
+	return vmath.Sum64(cv)
+}
+
+// alpha is −2 for a kernel of the squared distance: c holds ∂L/∂d², and ∂d²/∂(q·k) = −2.
+func (r *rows32) alpha() float32 {
+	if r.k.useDist {
+		return -2
+	}
+	return 1
+}
+
+func (r *rows32) endGrads(pr *problem[float32], dk []float32) {
+	if r.k.useDist {
+		addNormGrads(dk, pr.k, r.cs, 0, r.d.lq, r.d.d)
+	}
+}
+
+// expBias returns exp(b − max b) for the entries of a bias row, in buf's storage.
+func expBias[T float](bias []T, buf []float64) []float64 {
+	buf = resized(buf, len(bias))
+	mx := math.Inf(-1)
+	for _, b := range bias {
+		mx = max(mx, float64(b))
+	}
+	for i, b := range bias {
+		buf[i] = math.Exp(float64(b) - mx)
+	}
+	return buf
+}
+
+// mulBias multiplies the kernel values kv of query t and keys lo..lo+len(kv)−1 by
+// exp(bias − max bias), eb, the relative bias's factors.
+func mulBias[S float](k *pairSpec, kv, eb []S, t, lo int) {
+	j0, j1 := k.biasSpan(t, lo, len(kv))
+	m := k.biasM
+	for j := range j0 {
+		kv[j] *= eb[0]
+	}
+	for j := j0; j < j1; j++ {
+		kv[j] *= eb[lo+j-t-k.mask.Offset+m]
+	}
+	for j := j1; j < len(kv); j++ {
+		kv[j] *= eb[2*m]
+	}
+}
+
+// hideKeys zeroes the values kv of keys lo..hi−1 that a query does not see: itself (self,
+// for a hollow mask) and the keys that the key mask km zeroes.
+func hideKeys[S, T float](kv []S, km []T, self, lo, hi int) {
+	if self >= lo && self < hi {
+		kv[self-lo] = 0
+	}
+	if km != nil {
+		for j, x := range km[lo:hi] {
+			if x == 0 {
+				kv[j] = 0
+			}
+		}
+	}
+}
+
+// normaliseValues sets w to the kernel values kv divided by their sum, with
+// softmaxVisible's rules: a NaN or infinite sum makes the row NaN, a zero sum makes it 0,
+// and a float32 weight below the smallest normal float32 is 0. kv and w may be one slice.
+func normaliseValues[S, T float](kv []S, w []T) {
+	var s0, s1, s2, s3 float64 // four partial sums: one would wait for each addition
+	j := 0
+	for ; j+4 <= len(kv); j += 4 {
+		s0 += float64(kv[j])
+		s1 += float64(kv[j+1])
+		s2 += float64(kv[j+2])
+		s3 += float64(kv[j+3])
+	}
+	for ; j < len(kv); j++ {
+		s0 += float64(kv[j])
+	}
+	sum := (s0 + s1) + (s2 + s3)
+	w = w[:len(kv)]
+	switch {
+	case math.IsNaN(sum) || math.IsInf(sum, 0):
+		for j := range w {
+			w[j] = T(math.NaN())
+		}
+		return
+	case sum == 0:
+		clear(w)
+		return
+	}
+	inv := 1 / sum
+	var tiny float64 // the smallest normal of T: smaller weights are 0, as softmaxVisible's
+	if _, f32 := any(w).([]float32); f32 {
+		tiny = 0x1p-126
+	}
+	for j, x := range kv {
+		v := float64(x) * inv
+		if v < tiny {
+			v = 0
+		}
+		w[j] = T(v)
+	}
+}
