@@ -44,6 +44,11 @@ type DistancePairKernel32 interface {
 	PairDistance32()
 }
 
+// ScaleDot32 sets g[i] = c·g[i] and returns Σ g[i]·x[i] over the g it was given, on
+// vector loops where the CPU has them (the same result on every path): PairGrads32 of a
+// kernel whose log-score is c times its pair term, Σ g·x giving the bandwidth's share.
+func ScaleDot32(g, x []float32, c float32) float64 { return vmath.ScaleDot(g, x, c) }
+
 // pairAcc holds a backward pass's parts of the parameter gradients, per problem (or per
 // problem and query row), reduced by pairParamGrads: nil where the input is absent.
 type pairAcc struct {
@@ -205,7 +210,7 @@ func (r *rows32) begin(pr *problem[float32], pi int) {
 // sqNorms32 sets out[i] = ‖x_i‖² for rows x_i of x (ld apart, d wide).
 func sqNorms32(x []float32, rows, d, ld int, out []float32) {
 	for i := range rows {
-		out[i] = float32(dot64(x[i*ld:i*ld+d], x[i*ld:i*ld+d]))
+		out[i] = float32(vmath.SqDev64(x[i*ld:i*ld+d], 0))
 	}
 }
 
@@ -266,7 +271,22 @@ func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi 
 		mulBias(&k.pairSpec, w, r.eb, t, lo)
 	}
 	hideKeys(w, pr.km, self, lo, hi)
-	normaliseValues(w, w)
+	normaliseValues32(w)
+}
+
+// normaliseValues32 is normaliseValues in place on float32, on vector loops.
+func normaliseValues32(w []float32) {
+	sum := vmath.Sum64(w)
+	switch {
+	case math.IsNaN(sum) || math.IsInf(sum, 0):
+		for j := range w {
+			w[j] = float32(math.NaN())
+		}
+	case sum == 0:
+		clear(w)
+	default:
+		vmath.ScaleFlush(w, float32(1/sum))
+	}
 }
 
 func (r *rows32) beginGrads(*problem[float32], int) {
@@ -296,17 +316,12 @@ func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta flo
 	if r.radial {
 		vmath.DistGrad(cv, x)
 	}
-	vmath.Add(r.cs[lo:hi], cv)
-	return vmath.Sum64(cv)
+	// cs += ∂L/∂d², and the coefficients of q·k are −2·∂L/∂d² (in the gemms' alpha, −2
+	// would make them pack their B).
+	return vmath.AddSumScale(cv, r.cs[lo:hi], -2)
 }
 
-// alpha is −2 for a kernel of the squared distance: c holds ∂L/∂d², and ∂d²/∂(q·k) = −2.
-func (r *rows32) alpha() float32 {
-	if r.k.useDist {
-		return -2
-	}
-	return 1
-}
+func (r *rows32) alpha() float32 { return 1 }
 
 func (r *rows32) endGrads(pr *problem[float32], dk []float32) {
 	if r.k.useDist {
@@ -360,7 +375,7 @@ func hideKeys[S, T float](kv []S, km []T, self, lo, hi int) {
 
 // normaliseValues sets w to the kernel values kv divided by their sum, with
 // softmaxVisible's rules: a NaN or infinite sum makes the row NaN, a zero sum makes it 0,
-// and a float32 weight below the smallest normal float32 is 0. kv and w may be one slice.
+// and a float32 weight below the smallest normal float32 is 0.
 func normaliseValues[S, T float](kv []S, w []T) {
 	var s0, s1, s2, s3 float64 // four partial sums: one would wait for each addition
 	j := 0

@@ -7,6 +7,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff/internal/gemm"
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // PairKernel is a content kernel whose log-score depends on a query q and a key k only
@@ -499,17 +500,24 @@ func (k *pairSpec) biasSpan(t, lo, n int) (j0, j1 int) {
 func addRelBias[S, T float](k *pairSpec, s []S, bias []T, t, lo int) {
 	j0, j1 := k.biasSpan(t, lo, len(s))
 	m := k.biasM
-	for j := range j0 {
-		s[j] += S(bias[0])
-	}
+	shift(s[:j0], S(bias[0]))
 	if j1 > j0 {
 		inner := bias[lo+j0-t-k.mask.Offset+m:]
 		for j := j0; j < j1; j++ {
 			s[j] += S(inner[j-j0])
 		}
 	}
-	for j := j1; j < len(s); j++ {
-		s[j] += S(bias[2*m])
+	shift(s[j1:], S(bias[2*m]))
+}
+
+// shift adds a to every x[i], on vmath.Shift's vector loop in float32.
+func shift[T float](x []T, a T) {
+	if x32, ok := any(x).([]float32); ok {
+		vmath.Shift(x32, float32(a))
+		return
+	}
+	for i := range x {
+		x[i] += a
 	}
 }
 
@@ -518,18 +526,35 @@ func addRelBias[S, T float](k *pairSpec, s []S, bias []T, t, lo int) {
 func addBiasGrads[T float](k *pairSpec, part []float64, gs []T, t, lo int) {
 	j0, j1 := k.biasSpan(t, lo, len(gs))
 	m := k.biasM
-	for _, x := range gs[:j0] {
-		part[0] += float64(x)
-	}
+	part[0] += sumOf(gs[:j0])
 	if j1 > j0 {
 		inner := part[lo+j0-t-k.mask.Offset+m:]
 		for j, x := range gs[j0:j1] {
 			inner[j] += float64(x)
 		}
 	}
-	for _, x := range gs[j1:] {
-		part[2*m] += float64(x)
+	part[2*m] += sumOf(gs[j1:])
+}
+
+// sumOf returns Σ x in float64: on vmath.Sum64's vector loop in float32, with four
+// partial sums in float64 (an addition waiting on the one before would take a cycle
+// count per element of its latency).
+func sumOf[T float](x []T) float64 {
+	if x32, ok := any(x).([]float32); ok {
+		return vmath.Sum64(x32)
 	}
+	var s0, s1, s2, s3 float64
+	j := 0
+	for ; j+4 <= len(x); j += 4 {
+		s0 += float64(x[j])
+		s1 += float64(x[j+1])
+		s2 += float64(x[j+2])
+		s3 += float64(x[j+3])
+	}
+	for ; j < len(x); j++ {
+		s0 += float64(x[j])
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // tileScores sets sc.s[:c1−c0] to the scores of query t against keys c0..c1−1 (row i of
@@ -870,6 +895,14 @@ func pairParamGrads[T float](k *pairSpec, n, tq int, hRows, biasParts, thetaPart
 // the gradient of the squared norms in ‖q − k‖² = ‖q‖² − 2q·k + ‖k‖², for g the sums of
 // the score gradients over each query's keys (dq) or each key's queries (dk).
 func addNormGrads[T, G float](dx, x []T, g []G, r0, ld, d int) {
+	if dx32, ok := any(dx).([]float32); ok {
+		x32 := any(x).([]float32)
+		for i, gi := range g {
+			t := r0 + i
+			vmath.AddScaled(dx32[t*ld:t*ld+d], x32[t*ld:t*ld+d], float32(2*gi))
+		}
+		return
+	}
 	for i, gi := range g {
 		t := r0 + i
 		f := T(2 * gi)

@@ -78,12 +78,5 @@ func (Exponential) PairScores32(s, x []float32, h float32) {
 
 // PairGrads32 is PairGrads in float32, in place.
 func (Exponential) PairGrads32(g, x []float32, h float32) float64 {
-	var gh float64
-	c := 1 / h
-	x = x[:len(g)]
-	for j, v := range g {
-		gh -= float64(v * x[j])
-		g[j] = v * c
-	}
-	return gh / float64(h*h)
+	return -autodiff.ScaleDot32(g, x, 1/h) / float64(h*h)
 }

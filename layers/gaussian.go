@@ -73,12 +73,5 @@ func (Gaussian) PairScores32(s, x []float32, h float32) {
 
 // PairGrads32 is PairGrads in float32, in place.
 func (Gaussian) PairGrads32(g, x []float32, h float32) float64 {
-	c := -1 / (2 * h * h)
-	var gh float64
-	x = x[:len(g)]
-	for j, v := range g {
-		gh += float64(v * x[j])
-		g[j] = c * v
-	}
-	return gh / float64(h*h*h)
+	return autodiff.ScaleDot32(g, x, -1/(2*h*h)) / float64(h*h*h)
 }

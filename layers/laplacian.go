@@ -85,12 +85,5 @@ func (Laplacian) PairScores32(s, r []float32, h float32) {
 
 // PairGrads32 sets g = g·∂s/∂r = −g / h and returns Σ g·∂s/∂h = Σ g·r / h².
 func (Laplacian) PairGrads32(g, r []float32, h float32) float64 {
-	var gh float64
-	c := -1 / h
-	r = r[:len(g)]
-	for j, v := range g {
-		gh += float64(v * r[j])
-		g[j] = c * v
-	}
-	return gh / float64(h*h)
+	return autodiff.ScaleDot32(g, r, -1/h) / float64(h*h)
 }

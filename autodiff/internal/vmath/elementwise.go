@@ -57,6 +57,40 @@ func Scale(x []float32, a float32) {
 	}
 }
 
+// ScaleFlush sets x[i] = a·x[i], and 0 where that is below the smallest normal float32
+// 2⁻¹²⁶ (negative values included; a NaN stays NaN): weights normalised by their sum,
+// with Softmax's rule for the smallest.
+func ScaleFlush(x []float32, a float32) {
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			scaleFlushAVX2(&x[0], n, a)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		v := a * x[i]
+		if v < 0x1p-126 {
+			v = 0
+		}
+		x[i] = v
+	}
+}
+
+// Shift sets x[i] = x[i] + a.
+func Shift(x []float32, a float32) {
+	n := 0
+	if hasAVX2 {
+		n = len(x) &^ 7
+		if n > 0 {
+			shiftAVX2(&x[0], n, a)
+		}
+	}
+	for i := n; i < len(x); i++ {
+		x[i] += a
+	}
+}
+
 // ReLU sets y[i] = x[i] if x[i] ≥ 0, else x[i]·0 (−0 for negative x, NaN for NaN and
 // −Inf), as autodiff's scalar reluFwd, bit for bit.
 func ReLU(x, y []float32) {

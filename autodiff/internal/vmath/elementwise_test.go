@@ -98,9 +98,10 @@ func TestSqDiffSumSameOnEveryPath(t *testing.T) {
 	}
 }
 
-// TestMaxScale checks Max (NaN of either sign wins, −Inf for none) and Scale on both
+// TestMaxScaleShift checks Max (NaN of either sign wins, −Inf for none), Scale, Shift and
+// ScaleFlush (at a factor that puts many products below the smallest normal) on both
 // paths, bit for bit.
-func TestMaxScale(t *testing.T) {
+func TestMaxScaleShift(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	negNaN := math.Float32frombits(0xffc00000) // the NaN x86 arithmetic makes
 	for _, n := range []int{0, 1, 7, 8, 9, 16, 17, 130} {
@@ -141,6 +142,37 @@ func TestMaxScale(t *testing.T) {
 			setAVX2(old)
 			if i := sameBits(y, want); i >= 0 {
 				t.Fatalf("n=%d, AVX2 %v: Scale: y[%d] = %v, want %v", n, avx && old, i, y[i], want[i])
+			}
+		}
+		for i, v := range x {
+			want[i] = v + 0.37
+		}
+		for _, avx := range []bool{true, false} {
+			y := append([]float32(nil), x...)
+			old := hasAVX2
+			setAVX2(avx && old)
+			Shift(y, 0.37)
+			setAVX2(old)
+			if i := sameBits(y, want); i >= 0 {
+				t.Fatalf("n=%d, AVX2 %v: Shift: y[%d] = %v, want %v", n, avx && old, i, y[i], want[i])
+			}
+		}
+		for i, v := range x {
+			want[i] = 1e-38 * v
+			if want[i] < 0x1p-126 {
+				want[i] = 0
+			}
+		}
+		for _, avx := range []bool{true, false} {
+			y := append([]float32(nil), x...)
+			old := hasAVX2
+			setAVX2(avx && old)
+			ScaleFlush(y, 1e-38)
+			setAVX2(old)
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(want[i]) && !(y[i] != y[i] && want[i] != want[i]) {
+					t.Fatalf("n=%d, AVX2 %v: ScaleFlush: y[%d] = %v, want %v", n, avx && old, i, y[i], want[i])
+				}
 			}
 		}
 	}

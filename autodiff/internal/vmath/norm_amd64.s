@@ -43,6 +43,88 @@ s64loop:
 	VZEROUPPER
 	RET
 
+// func scaleDotAVX2(gr, x *float32, n int, c float32) float64
+// Σ float64(g·x) in sum64AVX2's lanes and order, and g = c·g, for n a positive multiple
+// of 16.
+TEXT ·scaleDotAVX2(SB), NOSPLIT, $0-40
+	MOVQ gr+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y12
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+sdtloop:
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+	VMULPS (SI), Y8, Y10
+	VMULPS 32(SI), Y9, Y11
+	VCVTPS2PD X10, Y4
+	VEXTRACTF128 $1, Y10, X5
+	VCVTPS2PD X5, Y5
+	VCVTPS2PD X11, Y6
+	VEXTRACTF128 $1, Y11, X7
+	VCVTPS2PD X7, Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VADDPD Y6, Y2, Y2
+	VADDPD Y7, Y3, Y3
+	VMULPS Y12, Y8, Y8
+	VMULPS Y12, Y9, Y9
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JNZ  sdtloop
+	COMBINE16
+	VMOVSD X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func addSumScaleAVX2(gr, acc *float32, n int, c float32) float64
+// acc += gr, Σ float64(gr) in sum64AVX2's lanes and order, and gr = c·gr, for n a
+// positive multiple of 16.
+TEXT ·addSumScaleAVX2(SB), NOSPLIT, $0-40
+	MOVQ gr+0(FP), DI
+	MOVQ acc+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y12
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+assloop:
+	VMOVUPS (DI), Y8
+	VMOVUPS 32(DI), Y9
+	VADDPS (SI), Y8, Y10
+	VADDPS 32(SI), Y9, Y11
+	VMOVUPS Y10, (SI)
+	VMOVUPS Y11, 32(SI)
+	VCVTPS2PD X8, Y4
+	VEXTRACTF128 $1, Y8, X5
+	VCVTPS2PD X5, Y5
+	VCVTPS2PD X9, Y6
+	VEXTRACTF128 $1, Y9, X7
+	VCVTPS2PD X7, Y7
+	VADDPD Y4, Y0, Y0
+	VADDPD Y5, Y1, Y1
+	VADDPD Y6, Y2, Y2
+	VADDPD Y7, Y3, Y3
+	VMULPS Y12, Y8, Y8
+	VMULPS Y12, Y9, Y9
+	VMOVUPS Y8, (DI)
+	VMOVUPS Y9, 32(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JNZ  assloop
+	COMBINE16
+	VMOVSD X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
 // func sqDev64AVX2(x *float32, n int, mu float64) float64
 TEXT ·sqDev64AVX2(SB), NOSPLIT, $0-32
 	MOVQ x+0(FP), SI

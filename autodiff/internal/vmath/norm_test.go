@@ -201,3 +201,75 @@ func BenchmarkLayerNormRowOneCall(b *testing.B) {
 		LayerNormRow(x, w, bb, y, 1e-5)
 	}
 }
+
+// TestScaleDot checks g = c·g and the returned Σ float64(g·x) against the scalar
+// expressions in Sum64's order bit for bit on both paths.
+func TestScaleDot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	for _, avx := range paths {
+		setAVX2(avx)
+		for _, n := range []int{0, 1, 15, 16, 17, 33, 64, 1000} {
+			g := make([]float32, n)
+			x := make([]float32, n)
+			for i := range g {
+				g[i], x[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			}
+			const c = -0.37
+			p := make([]float32, n)
+			wantG := make([]float32, n)
+			for i := range g {
+				p[i] = g[i] * x[i]
+				wantG[i] = g[i] * c
+			}
+			want := Sum64(p)
+			got := ScaleDot(g, x, c)
+			if math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("avx2=%v n=%d: sum %v, want %v", avx, n, got, want)
+			}
+			for i := range g {
+				if math.Float32bits(g[i]) != math.Float32bits(wantG[i]) {
+					t.Fatalf("avx2=%v n=%d: g[%d] = %v, want %v", avx, n, i, g[i], wantG[i])
+				}
+			}
+		}
+	}
+}
+
+// TestAddSumScale checks acc += g, the returned Σ g in Sum64's order and g = c·g bit
+// for bit on both paths.
+func TestAddSumScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	for _, avx := range paths {
+		setAVX2(avx)
+		for _, n := range []int{0, 1, 15, 16, 17, 33, 64, 1000} {
+			g, acc := make([]float32, n), make([]float32, n)
+			for i := range g {
+				g[i], acc[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			}
+			const c = -2
+			wantSum := Sum64(g)
+			wantAcc, wantG := make([]float32, n), make([]float32, n)
+			for i := range g {
+				wantAcc[i], wantG[i] = acc[i]+g[i], c*g[i]
+			}
+			if got := AddSumScale(g, acc, c); math.Float64bits(got) != math.Float64bits(wantSum) {
+				t.Fatalf("avx2=%v n=%d: sum %v, want %v", avx, n, got, wantSum)
+			}
+			for i := range g {
+				if math.Float32bits(g[i]) != math.Float32bits(wantG[i]) || math.Float32bits(acc[i]) != math.Float32bits(wantAcc[i]) {
+					t.Fatalf("avx2=%v n=%d: g[%d], acc[%d] = %v, %v, want %v, %v", avx, n, i, i, g[i], acc[i], wantG[i], wantAcc[i])
+				}
+			}
+		}
+	}
+}

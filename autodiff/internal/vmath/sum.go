@@ -95,3 +95,19 @@ func DistGrad(g, r []float32) {
 		g[j] /= 2 * r[j]
 	}
 }
+
+// AddScaled sets y[i] = y[i] + a·x[i] (the product rounded, then the sum: no fused
+// multiply-add, the same result on every path); x must be at least as long as y.
+func AddScaled(y, x []float32, a float32) {
+	x = x[:len(y)]
+	n := 0
+	if hasAVX2 {
+		n = len(y) &^ 7
+		if n > 0 {
+			addScaledAVX2(&y[0], &x[0], n, a)
+		}
+	}
+	for i := n; i < len(y); i++ {
+		y[i] += float32(a * x[i]) // the conversion rounds the product: no fusing
+	}
+}

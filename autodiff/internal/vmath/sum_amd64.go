@@ -16,3 +16,6 @@ func distAVX2(x, dots *float32, qq float32, kk *float32, n int)
 
 //go:noescape
 func distGradAVX2(gr, r *float32, n int)
+
+//go:noescape
+func addScaledAVX2(y, x *float32, n int, a float32)

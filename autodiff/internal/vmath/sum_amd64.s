@@ -153,3 +153,22 @@ dgloop:
 	JNZ     dgloop
 	VZEROUPPER
 	RET
+
+// func addScaledAVX2(y, x *float32, n int, a float32)
+// y = y + a·x (two roundings) for n a positive multiple of 8.
+TEXT ·addScaledAVX2(SB), NOSPLIT, $0-28
+	MOVQ         y+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y4
+
+asloop:
+	VMULPS  (SI), Y4, Y0
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     asloop
+	VZEROUPPER
+	RET

@@ -11,3 +11,5 @@ func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int) { panic("vmath
 func distAVX2(x, dots *float32, qq float32, kk *float32, n int) { panic("vmath: no AVX2") }
 
 func distGradAVX2(gr, r *float32, n int) { panic("vmath: no AVX2") }
+
+func addScaledAVX2(y, x *float32, n int, a float32) { panic("vmath: no AVX2") }

@@ -150,3 +150,32 @@ func TestDistAndDistGrad(t *testing.T) {
 		}
 	}
 }
+
+// TestAddScaled checks y += a·x against the scalar float32 expression bit for bit on
+// both paths, special values included.
+func TestAddScaled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	for _, avx := range paths {
+		setAVX2(avx)
+		for _, n := range []int{0, 1, 7, 8, 9, 16, 33, 1000} {
+			y, x := elemInput(rng, n), elemInput(rng, n)
+			want := make([]float32, n)
+			const a = 1.7
+			for i := range y {
+				p := float32(a * x[i])
+				want[i] = y[i] + p
+			}
+			AddScaled(y, x, a)
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(want[i]) && !(y[i] != y[i] && want[i] != want[i]) {
+					t.Fatalf("avx2=%v n=%d: y[%d] = %v, want %v", avx, n, i, y[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -39,6 +39,12 @@ func maxAVX2(x *float32, n int, m *[8]float32) bool
 func scaleAVX2(x *float32, n int, a float32)
 
 //go:noescape
+func shiftAVX2(x *float32, n int, a float32)
+
+//go:noescape
+func scaleFlushAVX2(x *float32, n int, a float32)
+
+//go:noescape
 func addAVX2(dst, x *float32, n int)
 
 //go:noescape

@@ -281,6 +281,42 @@ sloop:
 	VZEROUPPER
 	RET
 
+// func scaleFlushAVX2(x *float32, n int, a float32)
+// x[i] = a·x[i], 0 where that is below 2⁻¹²⁶ (an ordered comparison: a NaN stays); n is
+// a positive multiple of 8.
+TEXT ·scaleFlushAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y1
+	MOVL $0x00800000, AX // 2⁻¹²⁶
+	MOVL AX, X2
+	VBROADCASTSS X2, Y2
+sfloop:
+	VMULPS (SI), Y1, Y0
+	VCMPPS $1, Y2, Y0, Y3 // a·x < 2⁻¹²⁶, ordered
+	VANDNPS Y0, Y3, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  sfloop
+	VZEROUPPER
+	RET
+
+// func shiftAVX2(x *float32, n int, a float32)
+// x[i] = x[i] + a; n is a positive multiple of 8.
+TEXT ·shiftAVX2(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS a+16(FP), Y1
+shloop:
+	VADDPS (SI), Y1, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ  shloop
+	VZEROUPPER
+	RET
+
 // func geluTanhAVX2(x, s, y *float32, n int)
 // s[i] = 1/(1 + exp(−2u)), u = √(2/π)(x + 0.044715x³), and y[i] = x[i]·s[i]; n is a
 // positive multiple of 8.
