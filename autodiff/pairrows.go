@@ -47,7 +47,7 @@ type DistancePairKernel32 interface {
 // ScaleDot32 sets g[i] = c·g[i] and returns Σ g[i]·x[i] over the g it was given, on
 // vector loops where the CPU has them (the same result on every path): PairGrads32 of a
 // kernel whose log-score is c times its pair term, Σ g·x giving the bandwidth's share.
-func ScaleDot32(g, x []float32, c float32) float64 { return vmath.ScaleDot(g, x, c) }
+func ScaleDot32(g, x []float32, c float32) float64 { return float64(vmath.ScaleDot(g, x, c)) }
 
 // pairAcc holds a backward pass's parts of the parameter gradients, per problem (or per
 // problem and query row), reduced by pairParamGrads: nil where the input is absent.
@@ -318,7 +318,7 @@ func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta flo
 	}
 	// cs += ∂L/∂d², and the coefficients of q·k are −2·∂L/∂d² (in the gemms' alpha, −2
 	// would make them pack their B).
-	return vmath.AddSumScale(cv, r.cs[lo:hi], -2)
+	return float64(vmath.AddSumScale(cv, r.cs[lo:hi], -2))
 }
 
 func (r *rows32) alpha() float32 { return 1 }

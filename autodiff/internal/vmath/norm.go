@@ -39,61 +39,6 @@ func Sum64(x []float32) float64 {
 	return r
 }
 
-// ScaleDot sets g[i] = c·g[i] and returns Σ float64(g[i]·x[i]) over the g it was given,
-// the products rounded to float32 and summed in Sum64's order, the same result on every
-// path; x must be at least as long as g.
-func ScaleDot(g, x []float32, c float32) float64 {
-	x = x[:len(g)]
-	n := len(g) &^ 15
-	var r float64
-	if n > 0 && hasAVX2 {
-		r = scaleDotAVX2(&g[0], &x[0], n, c)
-	} else if n > 0 {
-		var s [16]float64
-		for i := 0; i < n; i += 16 {
-			for j := range 16 {
-				s[j] = s[j] + float64(g[i+j]*x[i+j])
-				g[i+j] *= c
-			}
-		}
-		r = combine16(&s)
-	}
-	for i := n; i < len(g); i++ {
-		r = r + float64(g[i]*x[i])
-		g[i] *= c
-	}
-	return r
-}
-
-// AddSumScale adds g into acc, returns Σ float64(g[i]) in Sum64's order and sets
-// g[i] = c·g[i]: the same result on every path; acc must be at least as long as g.
-func AddSumScale(g, acc []float32, c float32) float64 {
-	acc = acc[:len(g)]
-	n := len(g) &^ 15
-	var r float64
-	if n > 0 && hasAVX2 {
-		r = addSumScaleAVX2(&g[0], &acc[0], n, c)
-	} else if n > 0 {
-		var s [16]float64
-		for i := 0; i < n; i += 16 {
-			for j := range 16 {
-				v := g[i+j]
-				s[j] = s[j] + float64(v)
-				acc[i+j] += v
-				g[i+j] = c * v
-			}
-		}
-		r = combine16(&s)
-	}
-	for i := n; i < len(g); i++ {
-		v := g[i]
-		r = r + float64(v)
-		acc[i] += v
-		g[i] = c * v
-	}
-	return r
-}
-
 // SqDev64 returns Σ (float64(x[i]) − mu)² in the fixed order above.
 func SqDev64(x []float32, mu float64) float64 {
 	n := len(x) &^ 15

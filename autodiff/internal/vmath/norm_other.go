@@ -22,7 +22,3 @@ func layerNormRowAVX2(x, w, b, y *float32, n int, eps float64) (mu, rstd float64
 func layerNormRowGradAVX2(x, gr, w, d *float32, n int, mu, rstd float64) {
 	panic("vmath: no AVX2")
 }
-
-func scaleDotAVX2(gr, x *float32, n int, c float32) float64 { panic("vmath: no AVX2") }
-
-func addSumScaleAVX2(gr, acc *float32, n int, c float32) float64 { panic("vmath: no AVX2") }

@@ -127,3 +127,56 @@ func GELUGrad(x, s, g, dx []float32) {
 		dx[i] = g[i] * d
 	}
 }
+
+// lanes8 adds the eight lanes of s pairwise (s[j] += s[j+w] for w = 4, 2, 1), as
+// ExpShiftSum does, and returns the total.
+func lanes8(s *[8]float32) float32 {
+	for w := 4; w >= 1; w /= 2 {
+		for j := range w {
+			s[j] += s[j+w]
+		}
+	}
+	return s[0]
+}
+
+// ScaleDot sets g[i] = c·g[i] and returns Σ g[i]·x[i] over the g it was given: the
+// products rounded to float32 and summed in eight float32 lanes (element i in lane
+// i mod 8, then lanes8), the same result on every path; x must be at least as long as g.
+func ScaleDot(g, x []float32, c float32) float32 {
+	x = x[:len(g)]
+	if hasAVX2 && len(g) > 0 {
+		r := scaleDotAVX2(&g[0], &x[0], len(g), c) // every product; the scaling of n &^ 7
+		for i := len(g) &^ 7; i < len(g); i++ {
+			g[i] *= c
+		}
+		return r
+	}
+	var s [8]float32
+	for i, v := range g {
+		s[i&7] += float32(v * x[i])
+		g[i] = c * v
+	}
+	return lanes8(&s)
+}
+
+// AddSumScale adds g into acc, returns Σ g[i] (in ScaleDot's lanes) and sets
+// g[i] = c·g[i], the same result on every path; acc must be at least as long as g.
+func AddSumScale(g, acc []float32, c float32) float32 {
+	acc = acc[:len(g)]
+	if hasAVX2 && len(g) > 0 {
+		r := addSumScaleAVX2(&g[0], &acc[0], len(g), c) // every sum; the updates of n &^ 7
+		for i := len(g) &^ 7; i < len(g); i++ {
+			v := g[i]
+			acc[i] += v
+			g[i] = c * v
+		}
+		return r
+	}
+	var s [8]float32
+	for i, v := range g {
+		s[i&7] += v
+		acc[i] += v
+		g[i] = c * v
+	}
+	return lanes8(&s)
+}

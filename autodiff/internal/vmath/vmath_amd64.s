@@ -230,6 +230,95 @@ edone:
 	VZEROUPPER
 	RET
 
+// LANES8 adds the eight lanes of Y6 as vmath.lanes8 does (j + 4, then j + 2, then
+// j + 1) and leaves the total in the low lane of X6.
+#define LANES8 \
+	VEXTRACTF128 $1, Y6, X1 \
+	VADDPS       X1, X6, X6 \
+	VMOVHLPS     X6, X6, X1 \
+	VADDPS       X1, X6, X6 \
+	VMOVSHDUP    X6, X1 \
+	VADDSS       X1, X6, X6
+
+// func scaleDotAVX2(gr, x *float32, n int, c float32) float32
+// Σ gr[i]·x[i] with i in lane i mod 8, then LANES8, and gr[i] = c·gr[i] for i < n &^ 7
+// (the caller scales the tail); n > 0. The tail's products come from masked loads.
+TEXT ·scaleDotAVX2(SB), NOSPLIT, $0-36
+	MOVQ gr+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y7
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   sdtail
+sdloop:
+	VMOVUPS (DI), Y0
+	VMULPS (SI), Y0, Y1
+	VADDPS Y1, Y6, Y6
+	VMULPS Y7, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  sdloop
+sdtail:
+	TESTQ DX, DX
+	JZ   sddone
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, DX
+	SUBQ DX, AX
+	VMOVUPS (AX), Y4
+	VMASKMOVPS (DI), Y4, Y0
+	VMASKMOVPS (SI), Y4, Y1
+	VMULPS Y1, Y0, Y1
+	VADDPS Y1, Y6, Y6
+sddone:
+	LANES8
+	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32
+// Σ gr[i] in scaleDotAVX2's lanes and order, and for i < n &^ 7 acc[i] += gr[i] and
+// gr[i] = c·gr[i] (the caller updates the tail); n > 0.
+TEXT ·addSumScaleAVX2(SB), NOSPLIT, $0-36
+	MOVQ gr+0(FP), DI
+	MOVQ acc+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y7
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   astail
+asloop:
+	VMOVUPS (DI), Y0
+	VADDPS Y0, Y6, Y6
+	VADDPS (SI), Y0, Y1
+	VMOVUPS Y1, (SI)
+	VMULPS Y7, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	DECQ CX
+	JNZ  asloop
+astail:
+	TESTQ DX, DX
+	JZ   asdone
+	LEAQ tailmask<>+32(SB), AX
+	SHLQ $2, DX
+	SUBQ DX, AX
+	VMOVUPS (AX), Y4
+	VMASKMOVPS (DI), Y4, Y0
+	VADDPS Y0, Y6, Y6
+asdone:
+	LANES8
+	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
+
 // func maxAVX2(x *float32, n int, m *[8]float32) bool
 // m holds eight lanes whose maximum is that of x[0:n], and the result says whether any
 // x[i] is NaN (then m is meaningless); n ≥ 8. A tail of n mod 8 elements is covered by

@@ -21,3 +21,7 @@ func scaleFlushAVX2(x *float32, n int, a float32)   { panic("vmath: no AVX2") }
 func addAVX2(dst, x *float32, n int)                { panic("vmath: no AVX2") }
 
 func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32) { panic("vmath: no AVX2") }
+
+func scaleDotAVX2(gr, x *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
+
+func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32 { panic("vmath: no AVX2") }

@@ -155,3 +155,49 @@ func TestGELUGrad(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleDotAddSumScale checks ScaleDot (g = c·g, Σ g·x) and AddSumScale (acc += g,
+// Σ g, g = c·g) against their scalar definitions (element i in lane i mod 8, lanes8) bit
+// for bit on both paths, at lengths around the vector width.
+func TestScaleDotAddSumScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	defer setAVX2(hasAVX2)
+	for _, avx := range paths {
+		setAVX2(avx)
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 1000} {
+			g, x, acc := make([]float32, n), make([]float32, n), make([]float32, n)
+			for i := range g {
+				g[i], x[i], acc[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64()), float32(rng.NormFloat64())
+			}
+			const c = -2
+			var sp, sg [8]float32
+			wantG, wantAcc := make([]float32, n), make([]float32, n)
+			for i := range g {
+				sp[i&7] += float32(g[i] * x[i])
+				sg[i&7] += g[i]
+				wantG[i], wantAcc[i] = c*g[i], acc[i]+g[i]
+			}
+			wantDot, wantSum := lanes8(&sp), lanes8(&sg)
+			g2 := append([]float32(nil), g...)
+			if got := ScaleDot(g, x, c); math.Float32bits(got) != math.Float32bits(wantDot) {
+				t.Fatalf("avx2=%v n=%d: ScaleDot sum %v, want %v", avx, n, got, wantDot)
+			}
+			if i := sameBits(g, wantG); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: ScaleDot g[%d] = %v, want %v", avx, n, i, g[i], wantG[i])
+			}
+			if got := AddSumScale(g2, acc, c); math.Float32bits(got) != math.Float32bits(wantSum) {
+				t.Fatalf("avx2=%v n=%d: AddSumScale sum %v, want %v", avx, n, got, wantSum)
+			}
+			if i := sameBits(g2, wantG); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: AddSumScale g[%d] = %v, want %v", avx, n, i, g2[i], wantG[i])
+			}
+			if i := sameBits(acc, wantAcc); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: AddSumScale acc[%d] = %v, want %v", avx, n, i, acc[i], wantAcc[i])
+			}
+		}
+	}
+}
