@@ -66,9 +66,12 @@ func resized[T float](x []T, n int) []T {
 	return x
 }
 
-// rows32 returns the float32 row evaluator of each worker: rows32 for a PairKernel32,
-// else rows64.
+// rowsOf32 returns the float32 row evaluator of each worker: rows32 for a PairKernel32,
+// rowsMix32 for a MixturePairKernel32 whose components have float32 rows, else rows64.
 func (k *kernelAttention) rowsOf32(d tiledDims, acc *pairAcc) func() pairRows[float32] {
+	if k.mix32 != nil {
+		return func() pairRows[float32] { return newRowsMix32(k, d, acc) }
+	}
 	if k.k32 != nil {
 		return func() pairRows[float32] { return newRows32(k, d, acc) }
 	}
@@ -86,7 +89,7 @@ func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		if dots {
 			k.dots32 = resized(k.dots32, n)
 		}
-		if k.useDist && k.k32 == nil {
+		if k.useDist && k.k32 == nil && k.mix32 == nil {
 			k.norms = resized(k.norms, d.n*(d.tq+d.tk))
 		}
 		kattnForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, out.Float32s(), k.rowsOf32(d, nil))

@@ -53,10 +53,12 @@ func TestKernelAttentionGradients(t *testing.T) {
 
 // TestKernelAttentionFloat32Rows checks the float32 runs of KernelAttention against
 // float64, loss and every gradient, for every case on both layouts: on the float32 rows
-// of a PairKernel32 (rows32) and on the float64 rows that the other kernels take (the
-// same kernel behind only64), so that each float32 path meets an independent answer.
+// of a PairKernel32 (rows32) and of a mixture of them (rowsMix32), and on the float64
+// rows that the other kernels take (a PairKernel32 behind only64, a mixture with a
+// component without float32 rows), so that each float32 path meets an independent
+// answer.
 func TestKernelAttentionFloat32Rows(t *testing.T) {
-	var worst [2]float64 // rows32, rows64
+	var worst [3]float64 // rows32, rows64, rowsMix32
 	for _, c := range tiledCases {
 		params, inputs := c.tensors(7)
 		for _, v := range params {
@@ -72,12 +74,12 @@ func TestKernelAttentionFloat32Rows(t *testing.T) {
 			variants = append(variants, h)
 		}
 		for _, v := range variants {
-			k32 := 0
-			if _, ok := v.kern.(PairKernel32); !ok {
-				k32 = 1
+			k32 := 1 // the float64 rows
+			if _, ok := v.kern.(PairKernel32); ok {
+				k32 = 0
 			}
-			if _, ok := v.kern.(ParamPairKernel); ok {
-				k32 = 1
+			if mixComponents(v.kern) != nil {
+				k32 = 2
 			}
 			for layout, build := range map[string]func(*Graph, map[string]*Node) *Node{
 				"split": v.buildWith((*Graph).KernelAttention), "features": v.buildInFeaturesWith((*Graph).KernelAttention),
@@ -98,7 +100,8 @@ func TestKernelAttentionFloat32Rows(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("largest float32 − float64 gradient difference relative to the largest magnitude: rows32 %.2g, rows64 %.2g", worst[0], worst[1])
+	t.Logf("largest float32 − float64 gradient difference relative to the largest magnitude: rows32 %.2g, rows64 %.2g, rowsMix32 %.2g",
+		worst[0], worst[1], worst[2])
 }
 
 // diffOfLargest returns max |got − want| / max(max |want|, 0.01), +Inf where one is NaN

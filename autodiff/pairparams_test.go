@@ -21,6 +21,17 @@ func (m testMix) PairTerms() (dot, dist bool) {
 	return dot, dist
 }
 func (m testMix) PairParamCount() int { return len(m) }
+func (m testMix) PairComponents32() []PairKernel32 {
+	var out []PairKernel32
+	for _, c := range m {
+		c32, ok := c.(PairKernel32)
+		if !ok {
+			return nil
+		}
+		out = append(out, c32)
+	}
+	return out
+}
 func (m testMix) PairScores(s, dot, d2 []float64, h float64) {
 	m.PairScoresAt(make([]float64, len(m)), s, dot, d2, h)
 }

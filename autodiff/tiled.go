@@ -109,6 +109,7 @@ type pairSpec struct {
 	maskIn, thetaIn int
 	pk              ParamPairKernel // the kernel when it has parameters θ, else nil
 	k32             PairKernel32    // the kernel's float32 rows, where it has them and reads at most one term
+	mix32           []PairKernel32  // a mixture's components' float32 rows, where each has them
 	nTheta          int
 	headsInFeatures bool
 	biasP, biasM    int
@@ -195,6 +196,7 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 		}
 		sp.pk, sp.nTheta = pk, pk.PairParamCount()
 		sp.k32 = nil // its scores depend on θ
+		sp.mix32 = mixComponents(kern)
 		sp.thetaIn = len(inputs)
 		inputs = append(inputs, opt.KernelParams)
 	} else if opt.KernelParams != nil {

@@ -219,6 +219,7 @@ var tiledCases = []tiledCase{
 	// Mixtures (kernel parameters θ): of a dot-product and a distance kernel, and of two
 	// compact kernels, where some pairs lie outside one support and some outside both.
 	{name: "mixExpGaussRowsBias", kern: testMix{testExp{}, testGauss{}}, b: 1, h: 2, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, biasM: 3, biasP: 2, hval: 1.8},
+	{name: "mixLaplaceEpanExpPadBias", kern: testMix{testLaplace{}, testEpan{}, testExp{}}, b: 2, h: 2, tq: 40, tk: 40, mask: Mask{Causal: true}, keyPad: true, perHead: true, biasM: 2, biasP: 2, hval: 2.5},
 	{name: "mixCompactPad", kern: testMix{testEpan{}, testScaled{testEpan{}, 0.6}}, b: 2, h: 2, tq: 66, tk: 66, keyPad: true, perHead: true, hval: 2},
 }
 

@@ -175,6 +175,24 @@ func (m Mixture) PairTerms() (dot, dist bool) {
 	return dot, dist
 }
 
+// PairComponents32 returns the components' float32 rows, nil when one has none
+// (autodiff.MixturePairKernel32).
+func (m Mixture) PairComponents32() []autodiff.PairKernel32 {
+	comps := m.components()
+	if comps == nil {
+		return nil
+	}
+	out := make([]autodiff.PairKernel32, len(comps))
+	for i, c := range comps {
+		c32, ok := c.(autodiff.PairKernel32)
+		if !ok {
+			return nil
+		}
+		out[i] = c32
+	}
+	return out
+}
+
 // PairParamCount returns the number of logits (autodiff.ParamPairKernel).
 func (m Mixture) PairParamCount() int { return len(m.Kernels) }
 
