@@ -157,29 +157,6 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 	})
 }
 
-// directWeights is softmaxVisible for a DirectPairKernel: it writes into row[clo:chi] the
-// weights of query t, K_ts·exp(bias_ts) normalised over the visible keys, 0 for the
-// others, with softmaxVisible's rules (normaliseValues). eb is exp(bias − max bias) of
-// the problem's bias row, or unused without a bias.
-func directWeights[T float](k *kernelAttention, kern DirectPairKernel, pr *problem[T], sc *pairScratch, eb []float64, dots, row []T, t, clo, chi int) {
-	lo, hi, self := k.mask.visible(t, len(row))
-	lo, hi = max(lo, clo), min(hi, chi)
-	if hi <= lo {
-		clear(row[clo:chi])
-		return
-	}
-	clear(row[clo:lo])
-	clear(row[hi:chi])
-	dot, d2 := pairRowTerms(&k.pairSpec, sc, dots, t, lo, hi)
-	kv := sc.s[:hi-lo]
-	kern.PairValues(kv, dot, d2, pr.bandwidth(t))
-	if pr.bias != nil {
-		mulBias(&k.pairSpec, kv, eb, t, lo)
-	}
-	hideKeys(kv, pr.km, self, lo, hi)
-	normaliseValues(kv, row[lo:hi])
-}
-
 func (k *kernelAttention) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	if k.gradGen == k.gen && k.gradAt != wrt && len(k.grads) == len(in) {
 		copyGrad(dst, k.grads[wrt])

@@ -1,3 +1,5 @@
+//lint:file-ignore U1000 rows64[T]'s methods are called through the generic interface pairRows[T], which staticcheck's unused check does not follow (dominikh/go-tools#1440); go vet and the tests see them.
+
 package autodiff
 
 import (
@@ -327,6 +329,29 @@ func (r *rows32) endGrads(pr *problem[float32], dk []float32) {
 	if r.k.useDist {
 		addNormGrads(dk, pr.k, r.cs, 0, r.d.lq, r.d.d)
 	}
+}
+
+// directWeights is softmaxVisible for a DirectPairKernel: it writes into row[clo:chi] the
+// weights of query t, K_ts·exp(bias_ts) normalised over the visible keys, 0 for the
+// others, with softmaxVisible's rules (normaliseValues). eb is exp(bias − max bias) of
+// the problem's bias row, or unused without a bias.
+func directWeights[T float](k *kernelAttention, kern DirectPairKernel, pr *problem[T], sc *pairScratch, eb []float64, dots, row []T, t, clo, chi int) {
+	lo, hi, self := k.mask.visible(t, len(row))
+	lo, hi = max(lo, clo), min(hi, chi)
+	if hi <= lo {
+		clear(row[clo:chi])
+		return
+	}
+	clear(row[clo:lo])
+	clear(row[hi:chi])
+	dot, d2 := pairRowTerms(&k.pairSpec, sc, dots, t, lo, hi)
+	kv := sc.s[:hi-lo]
+	kern.PairValues(kv, dot, d2, pr.bandwidth(t))
+	if pr.bias != nil {
+		mulBias(&k.pairSpec, kv, eb, t, lo)
+	}
+	hideKeys(kv, pr.km, self, lo, hi)
+	normaliseValues(kv, row[lo:hi])
 }
 
 // expBias returns exp(b − max b) for the entries of a bias row, in buf's storage.
