@@ -123,34 +123,67 @@ func diffOfLargest(got, want []float64) float64 {
 
 // TestKernelAttentionEdgeRows checks LocalMean's rules: a query that sees no key gets 0
 // and zero gradients, a query whose visible keys all lie outside a compact kernel's
-// support too, and a NaN score makes its query's output NaN.
+// support too, and a NaN score makes its query's output NaN; in float64 (with gradient
+// checks) and in float32 (each row evaluator: rows32, rowsMix32, rows64).
 func TestKernelAttentionEdgeRows(t *testing.T) {
 	build := func(c tiledCase) func(*Graph, map[string]*Node) *Node { return c.buildWith((*Graph).KernelAttention) }
-	c := tiledCase{name: "allPadded", kern: testExp{}, b: 2, h: 1, tq: 3, tk: 4, keyPad: true, hval: 1}
-	params, inputs := c.tensors(3)
-	got := evalOp(t, Float64, false, params, inputs, build(c))
-	for i, x := range got[3*2:] { // batch element 1 sees nothing
-		if x != 0 {
-			t.Fatalf("output %d of a query with no visible key = %g, want 0", 6+i, x)
+	// zeroGrads checks that the float32 gradients of q, k and v are 0 from problem p0 on.
+	zeroGrads := func(name string, c tiledCase, params, inputs map[string]*tensor.Dense, p0 int) {
+		t.Helper()
+		_, g := runGradsWith(t, Float32, params, inputs, build(c))
+		for _, n := range []string{"q", "k", "v"} {
+			v := g[n]
+			for i, x := range v[p0*len(v)/(c.b*c.h):] {
+				if x != 0 {
+					t.Fatalf("%s float32: gradient of %s[%d] = %g, want 0", name, n, p0*len(v)/(c.b*c.h)+i, x)
+				}
+			}
 		}
 	}
-	checkOp(t, c.name, params, inputs, build(c), GradCheck{})
-	params["q"].Float64s()[0] = math.NaN()
-	got = evalOp(t, Float64, false, params, inputs, build(c))
-	if !math.IsNaN(got[0]) || math.IsNaN(got[2]) {
-		t.Fatalf("NaN query: outputs %v, want NaN in row 0 only", got[:4])
+	for _, kern := range []PairKernel{testExp{}, testMix{testExp{}, testLaplace{}}, only64{testExp{}}} {
+		c := tiledCase{name: "allPadded", kern: kern, b: 2, h: 1, tq: 3, tk: 4, keyPad: true, hval: 1}
+		params, inputs := c.tensors(3)
+		for _, dt := range []Dtype{Float64, Float32} {
+			got := evalOp(t, dt, false, params, inputs, build(c))
+			for i, x := range got[3*2:] { // batch element 1 sees nothing
+				if x != 0 {
+					t.Fatalf("%T %v: output %d of a query with no visible key = %g, want 0", kern, dt, 6+i, x)
+				}
+			}
+			if dt == Float32 { // batch element 1's queries, keys and values get no gradient
+				zeroGrads(fmt.Sprintf("%T", kern), c, params, inputs, 1)
+			}
+		}
+		checkOp(t, c.name, params, inputs, build(c), GradCheck{})
+		q := params["q"].Float64s()
+		q0 := q[0]
+		q[0] = math.NaN()
+		for _, dt := range []Dtype{Float64, Float32} {
+			got := evalOp(t, dt, false, params, inputs, build(c))
+			if !math.IsNaN(got[0]) || math.IsNaN(got[2]) {
+				t.Fatalf("%T %v: NaN query: outputs %v, want NaN in row 0 only", kern, dt, got[:4])
+			}
+		}
+		q[0] = q0
 	}
 
-	// Epanechnikov at a bandwidth far below every distance: no key in the support.
-	e := tiledCase{name: "outsideSupport", kern: testEpan{}, b: 1, h: 1, tq: 4, tk: 5, hval: 1e-3}
-	params, inputs = e.tensors(4)
-	got = evalOp(t, Float64, false, params, inputs, build(e))
-	for i, x := range got {
-		if x != 0 {
-			t.Fatalf("output %d of a query with no key in the support = %g, want 0", i, x)
+	// Compact kernels at a bandwidth far below every distance: no key in the support.
+	for _, kern := range []PairKernel{testEpan{}, testMix{testEpan{}, testEpan{}}, only64Direct{testEpan{}}} {
+		e := tiledCase{name: "outsideSupport", kern: kern, b: 1, h: 1, tq: 4, tk: 5, hval: 1e-3}
+		params, inputs := e.tensors(4)
+		for _, dt := range []Dtype{Float64, Float32} {
+			got := evalOp(t, dt, false, params, inputs, build(e))
+			for i, x := range got {
+				if x != 0 {
+					t.Fatalf("%T %v: output %d of a query with no key in the support = %g, want 0", kern, dt, i, x)
+				}
+			}
+			if dt == Float32 {
+				zeroGrads(fmt.Sprintf("%T", kern), e, params, inputs, 0)
+			}
 		}
+		checkOp(t, e.name, params, inputs, build(e), GradCheck{})
 	}
-	checkOp(t, e.name, params, inputs, build(e), GradCheck{})
 }
 
 // TestKernelAttentionWeights checks that LocalMeanWeights reads the op's weights: on
