@@ -65,7 +65,11 @@
 // same function with Attention's loop: per block of queries one product with the visible
 // keys, the kernel's log-scores evaluated in place, the masked normalisation that
 // LocalMean and Attention share, and one product with the values, keeping the weights
-// for the backward pass (the faster choice at short and moderate lengths).
+// for the backward pass (the faster choice at short and moderate lengths). In float32 it
+// takes a kernel's float32 rows where the kernel has them (PairKernel32, and
+// DirectPairKernel32, DistancePairKernel32, MixturePairKernel32): the pair terms formed
+// once and kept, scores, values and gradients in place on vector loops; ScaleDot32 is one
+// such loop for kernels that implement them.
 //
 // CheckGradients compares every gradient with central finite differences in float64;
 // Locus trains in float32.
