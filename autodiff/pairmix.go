@@ -168,19 +168,13 @@ func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, lo, n int) b
 
 func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
 	k := r.k
-	lo, hi, self := k.mask.visible(t, len(row))
-	lo, hi = max(lo, clo), min(hi, chi)
-	if hi <= lo {
-		clear(row[clo:chi])
+	lo, hi, self, ok := visibleRow(k.mask, row, t, clo, chi)
+	if !ok {
 		return
 	}
-	clear(row[clo:lo])
-	clear(row[hi:chi])
 	w := row[lo:hi]
 	if !r.values(pr, drow, t, lo, hi-lo) {
-		for j := range w {
-			w[j] = float32(math.NaN())
-		}
+		fillNaN(w)
 		return
 	}
 	copy(w, r.tot[:hi-lo])
@@ -200,9 +194,7 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		addBiasGrads(&k.pairSpec, r.acc.biasParts[pi*bw:(pi+1)*bw], cv, t, lo)
 	}
 	if !r.values(pr, drow, t, lo, n) {
-		for j := range cv {
-			cv[j] = float32(math.NaN())
-		}
+		fillNaN(cv)
 		return math.NaN()
 	}
 	// iv = gs / K̃ (0 where gs or K̃ is 0): gs·r_l = w_l·e_l·iv.

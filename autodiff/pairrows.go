@@ -249,10 +249,8 @@ func (r *rows32) terms(drow []float32, t, lo, n int) []float32 {
 
 func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
 	k := r.k
-	lo, hi, self := k.mask.visible(t, len(row))
-	lo, hi = max(lo, clo), min(hi, chi)
-	if hi <= lo {
-		clear(row[clo:chi])
+	lo, hi, self, ok := visibleRow(k.mask, row, t, clo, chi)
+	if !ok {
 		return
 	}
 	x := r.terms(drow, t, lo, hi-lo)
@@ -266,8 +264,6 @@ func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi 
 		softmaxVisible(row, row, pr.km, k.mask, t, clo, chi)
 		return
 	}
-	clear(row[clo:lo])
-	clear(row[hi:chi])
 	r.direct.PairValues32(w, x, h)
 	if pr.bias != nil {
 		mulBias(&k.pairSpec, w, r.eb, t, lo)
@@ -281,9 +277,7 @@ func normaliseValues32(w []float32) {
 	sum := vmath.Sum64(w)
 	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
-		for j := range w {
-			w[j] = float32(math.NaN())
-		}
+		fillNaN(w)
 	case sum == 0:
 		clear(w)
 	default:
@@ -336,14 +330,10 @@ func (r *rows32) endGrads(pr *problem[float32], dk []float32) {
 // others, with softmaxVisible's rules (normaliseValues). eb is exp(bias − max bias) of
 // the problem's bias row, or unused without a bias.
 func directWeights[T float](k *kernelAttention, kern DirectPairKernel, pr *problem[T], sc *pairScratch, eb []float64, dots, row []T, t, clo, chi int) {
-	lo, hi, self := k.mask.visible(t, len(row))
-	lo, hi = max(lo, clo), min(hi, chi)
-	if hi <= lo {
-		clear(row[clo:chi])
+	lo, hi, self, ok := visibleRow(k.mask, row, t, clo, chi)
+	if !ok {
 		return
 	}
-	clear(row[clo:lo])
-	clear(row[hi:chi])
 	dot, d2 := pairRowTerms(&k.pairSpec, sc, dots, t, lo, hi)
 	kv := sc.s[:hi-lo]
 	kern.PairValues(kv, dot, d2, pr.bandwidth(t))
@@ -417,9 +407,7 @@ func normaliseValues[S, T float](kv []S, w []T) {
 	w = w[:len(kv)]
 	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
-		for j := range w {
-			w[j] = T(math.NaN())
-		}
+		fillNaN(w)
 		return
 	case sum == 0:
 		clear(w)
@@ -436,5 +424,27 @@ func normaliseValues[S, T float](kv []S, w []T) {
 			v = 0
 		}
 		w[j] = T(v)
+	}
+}
+
+// visibleRow clears row[clo:chi] outside the keys lo..hi−1 that query t sees (within
+// [clo, chi)) and returns them and the query's own key (for a hollow mask); ok is false,
+// the block cleared, when it sees none.
+func visibleRow[T float](m Mask, row []T, t, clo, chi int) (lo, hi, self int, ok bool) {
+	lo, hi, self = m.visible(t, len(row))
+	lo, hi = max(lo, clo), min(hi, chi)
+	if hi <= lo {
+		clear(row[clo:chi])
+		return lo, hi, self, false
+	}
+	clear(row[clo:lo])
+	clear(row[hi:chi])
+	return lo, hi, self, true
+}
+
+// fillNaN sets every x[i] to NaN.
+func fillNaN[T float](x []T) {
+	for i := range x {
+		x[i] = T(math.NaN())
 	}
 }

@@ -40,13 +40,19 @@ func SigmoidGrad(y, g, dx []float32) {
 // NaN stays NaN): the squared distances ‖q‖² + ‖k_j‖² − 2q·k_j of a query and keys from
 // their squared norms and dot products, the same float32 result on every path. dots and
 // kk must be at least as long as x; x may be dots.
-func SqDist(x, dots []float32, qq float32, kk []float32) {
+func SqDist(x, dots []float32, qq float32, kk []float32) { sqDist(x, dots, qq, kk, false) }
+
+// Dist sets x[j] = √max(qq + kk[j] − 2·dots[j], 0) (SqDist's squared distances, then
+// their square roots, correctly rounded on every path): the distances ‖q − k_j‖.
+func Dist(x, dots []float32, qq float32, kk []float32) { sqDist(x, dots, qq, kk, true) }
+
+func sqDist(x, dots []float32, qq float32, kk []float32, root bool) {
 	dots, kk = dots[:len(x)], kk[:len(x)]
 	n := 0
 	if hasAVX2 {
 		n = len(x) &^ 7
 		if n > 0 {
-			sqDistAVX2(&x[0], &dots[0], qq, &kk[0], n)
+			sqDistAVX2(&x[0], &dots[0], qq, &kk[0], n, root)
 		}
 	}
 	for j := n; j < len(x); j++ {
@@ -54,24 +60,10 @@ func SqDist(x, dots []float32, qq float32, kk []float32) {
 		if v < 0 {
 			v = 0
 		}
-		x[j] = v
-	}
-}
-
-// Dist sets x[j] = √max(qq + kk[j] − 2·dots[j], 0) (SqDist's squared distances, then
-// their square roots, correctly rounded on every path): the distances ‖q − k_j‖.
-func Dist(x, dots []float32, qq float32, kk []float32) {
-	dots, kk = dots[:len(x)], kk[:len(x)]
-	n := 0
-	if hasAVX2 {
-		n = len(x) &^ 7
-		if n > 0 {
-			distAVX2(&x[0], &dots[0], qq, &kk[0], n)
+		if root {
+			v = float32(math.Sqrt(float64(v))) // exact: a float64 root rounds once more, correctly
 		}
-	}
-	SqDist(x[n:], dots[n:], qq, kk[n:])
-	for j := n; j < len(x); j++ {
-		x[j] = float32(math.Sqrt(float64(x[j]))) // exact: a float64 root rounds once more, correctly
+		x[j] = v
 	}
 }
 

@@ -9,10 +9,7 @@ func addToAVX2(a, b, y *float32, n int)
 func sigmoidGradAVX2(y, gr, d *float32, n int)
 
 //go:noescape
-func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int)
-
-//go:noescape
-func distAVX2(x, dots *float32, qq float32, kk *float32, n int)
+func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int, root bool)
 
 //go:noescape
 func distGradAVX2(gr, r *float32, n int)

@@ -79,18 +79,21 @@ sgloop:
 	VFMADD231PS (SI), Y6, Y0 \
 	VMAXPS      Y0, Y5, Y0
 
-// func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int)
-// x = max(qq + kk − 2·dots, 0) for n a positive multiple of 8.
-TEXT ·sqDistAVX2(SB), NOSPLIT, $0-40
+// func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int, root bool)
+// x = max(qq + kk − 2·dots, 0), its square root if root, for n a positive multiple of 8.
+TEXT ·sqDistAVX2(SB), NOSPLIT, $0-41
 	MOVQ         x+0(FP), DI
 	MOVQ         dots+8(FP), SI
 	VBROADCASTSS qq+16(FP), Y4
 	MOVQ         kk+24(FP), DX
 	MOVQ         n+32(FP), CX
+	MOVBLZX      root+40(FP), BX
 	VXORPS       Y5, Y5, Y5
 	MOVL         $0xc0000000, AX // −2
 	MOVL         AX, X6
 	VBROADCASTSS X6, Y6
+	TESTQ        BX, BX
+	JNZ          dloop
 
 sdloop:
 	SQDIST8
@@ -102,19 +105,6 @@ sdloop:
 	JNZ     sdloop
 	VZEROUPPER
 	RET
-
-// func distAVX2(x, dots *float32, qq float32, kk *float32, n int)
-// x = √max(qq + kk − 2·dots, 0) for n a positive multiple of 8.
-TEXT ·distAVX2(SB), NOSPLIT, $0-40
-	MOVQ         x+0(FP), DI
-	MOVQ         dots+8(FP), SI
-	VBROADCASTSS qq+16(FP), Y4
-	MOVQ         kk+24(FP), DX
-	MOVQ         n+32(FP), CX
-	VXORPS       Y5, Y5, Y5
-	MOVL         $0xc0000000, AX // −2
-	MOVL         AX, X6
-	VBROADCASTSS X6, Y6
 
 dloop:
 	SQDIST8

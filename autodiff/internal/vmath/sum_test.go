@@ -10,13 +10,7 @@ import (
 // special values included, for lengths around the vector widths; y may alias a.
 func TestAddTo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 24))
-	paths := []bool{false}
-	if hasAVX2 {
-		paths = append(paths, true)
-	}
-	defer setAVX2(hasAVX2)
-	for _, avx := range paths {
-		setAVX2(avx)
+	onEachPath(func(avx bool) {
 		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 40, 1000} {
 			a, b := elemInput(rng, n), elemInput(rng, n)
 			y, want := make([]float32, n), make([]float32, n)
@@ -32,20 +26,14 @@ func TestAddTo(t *testing.T) {
 				t.Fatalf("avx2=%v n=%d in place: y[%d] = %v, want %v", avx, n, i, a[i], want[i])
 			}
 		}
-	}
+	})
 }
 
 // TestSigmoidGrad checks dx = g·y·(1 − y) against the scalar float32 expression bit for
 // bit on both paths, special values included.
 func TestSigmoidGrad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(27, 28))
-	paths := []bool{false}
-	if hasAVX2 {
-		paths = append(paths, true)
-	}
-	defer setAVX2(hasAVX2)
-	for _, avx := range paths {
-		setAVX2(avx)
+	onEachPath(func(avx bool) {
 		for _, n := range []int{0, 1, 7, 8, 9, 33, 1000} {
 			y, g := elemInput(rng, n), elemInput(rng, n)
 			dx, want := make([]float32, n), make([]float32, n)
@@ -57,20 +45,14 @@ func TestSigmoidGrad(t *testing.T) {
 				t.Fatalf("avx2=%v n=%d: dx[%d] = %v for y %v g %v, want %v", avx, n, i, dx[i], y[i], g[i], want[i])
 			}
 		}
-	}
+	})
 }
 
 // TestSqDist checks x = max(qq + kk − 2·dots, 0) against the scalar float32 expression
 // bit for bit on both paths (NaN for NaN), special values included, in place too.
 func TestSqDist(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 30))
-	paths := []bool{false}
-	if hasAVX2 {
-		paths = append(paths, true)
-	}
-	defer setAVX2(hasAVX2)
-	for _, avx := range paths {
-		setAVX2(avx)
+	onEachPath(func(avx bool) {
 		for _, n := range []int{0, 1, 7, 8, 9, 31, 32, 33, 64, 1000} {
 			dots, kk := elemInput(rng, n), elemInput(rng, n)
 			for i := range kk {
@@ -98,7 +80,7 @@ func TestSqDist(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestDistAndDistGrad checks Dist (√ of SqDist) and DistGrad (g / 2r, 0 where g or r is
@@ -106,14 +88,8 @@ func TestSqDist(t *testing.T) {
 // special values included.
 func TestDistAndDistGrad(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
-	paths := []bool{false}
-	if hasAVX2 {
-		paths = append(paths, true)
-	}
-	defer setAVX2(hasAVX2)
 	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b) }
-	for _, avx := range paths {
-		setAVX2(avx)
+	onEachPath(func(avx bool) {
 		for _, n := range []int{0, 1, 7, 8, 9, 33, 64, 1000} {
 			dots, kk, g := elemInput(rng, n), elemInput(rng, n), elemInput(rng, n)
 			for i := range kk {
@@ -148,20 +124,14 @@ func TestDistAndDistGrad(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestAddScaled checks y += a·x against the scalar float32 expression bit for bit on
 // both paths, special values included.
 func TestAddScaled(t *testing.T) {
 	rng := rand.New(rand.NewPCG(37, 38))
-	paths := []bool{false}
-	if hasAVX2 {
-		paths = append(paths, true)
-	}
-	defer setAVX2(hasAVX2)
-	for _, avx := range paths {
-		setAVX2(avx)
+	onEachPath(func(avx bool) {
 		for _, n := range []int{0, 1, 7, 8, 9, 16, 33, 1000} {
 			y, x := elemInput(rng, n), elemInput(rng, n)
 			want := make([]float32, n)
@@ -177,5 +147,19 @@ func TestAddScaled(t *testing.T) {
 				}
 			}
 		}
+	})
+}
+
+// onEachPath runs f on the pure-Go loops and, where the CPU has them, on the AVX2 kernels,
+// and leaves the kernels as it found them.
+func onEachPath(f func(avx bool)) {
+	defer setAVX2(hasAVX2)
+	paths := []bool{false}
+	if hasAVX2 {
+		paths = append(paths, true)
+	}
+	for _, avx := range paths {
+		setAVX2(avx)
+		f(avx)
 	}
 }

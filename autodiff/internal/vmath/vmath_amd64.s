@@ -185,6 +185,13 @@ DATA tailmask<>+48(SB)/8, $0
 DATA tailmask<>+56(SB)/8, $0
 GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 
+// TAILMASK sets Y4 to the mask of the first DX < 8 lanes (DX becomes 4·DX; AX is used).
+#define TAILMASK \
+	LEAQ tailmask<>+32(SB), AX \
+	SHLQ $2, DX \
+	SUBQ DX, AX \
+	VMOVUPS (AX), Y4
+
 // func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
 // x[i] = exp(x[i] − shift) in place, 0 where x[i] − shift < C_lo or is NaN, and
 // s[j] = Σ x[i] over i ≡ j (mod 8); n > 0. The last n mod 8 elements go through masked
@@ -213,10 +220,7 @@ eloop:
 etail:
 	TESTQ DX, DX
 	JZ   edone
-	LEAQ tailmask<>+32(SB), AX
-	SHLQ $2, DX
-	SUBQ DX, AX
-	VMOVUPS (AX), Y4
+	TAILMASK
 	VMASKMOVPS (SI), Y4, Y0
 	VSUBPS Y7, Y0, Y0
 	VCMPPS $0x1d, C_lo, Y0, Y5
@@ -266,10 +270,7 @@ sdloop:
 sdtail:
 	TESTQ DX, DX
 	JZ   sddone
-	LEAQ tailmask<>+32(SB), AX
-	SHLQ $2, DX
-	SUBQ DX, AX
-	VMOVUPS (AX), Y4
+	TAILMASK
 	VMASKMOVPS (DI), Y4, Y0
 	VMASKMOVPS (SI), Y4, Y1
 	VMULPS Y1, Y0, Y1
@@ -307,10 +308,7 @@ asloop:
 astail:
 	TESTQ DX, DX
 	JZ   asdone
-	LEAQ tailmask<>+32(SB), AX
-	SHLQ $2, DX
-	SUBQ DX, AX
-	VMOVUPS (AX), Y4
+	TAILMASK
 	VMASKMOVPS (DI), Y4, Y0
 	VADDPS Y0, Y6, Y6
 asdone:
@@ -680,10 +678,7 @@ eloop:
 etail:
 	TESTQ DX, DX
 	JZ   esum
-	LEAQ tailmask<>+32(SB), AX
-	SHLQ $2, DX
-	SUBQ DX, AX
-	VMOVUPS (AX), Y4
+	TAILMASK
 	VMASKMOVPS (SI), Y4, Y0
 	VSUBPS Y7, Y0, Y0
 	VCMPPS $0x1d, C_lo, Y0, Y5

@@ -161,13 +161,7 @@ func TestGELUGrad(t *testing.T) {
 // for bit on both paths, at lengths around the vector width.
 func TestScaleDotAddSumScale(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 34))
-	paths := []bool{false}
-	if hasAVX2 {
-		paths = append(paths, true)
-	}
-	defer setAVX2(hasAVX2)
-	for _, avx := range paths {
-		setAVX2(avx)
+	onEachPath(func(avx bool) {
 		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 1000} {
 			g, x, acc := make([]float32, n), make([]float32, n), make([]float32, n)
 			for i := range g {
@@ -199,5 +193,5 @@ func TestScaleDotAddSumScale(t *testing.T) {
 				t.Fatalf("avx2=%v n=%d: AddSumScale acc[%d] = %v, want %v", avx, n, i, acc[i], wantAcc[i])
 			}
 		}
-	}
+	})
 }
