@@ -215,7 +215,6 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 	needScores := needQK || acc.hRows != nil || acc.biasParts != nil || acc.thetaParts != nil
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		rw := rows()
-		alpha := rw.alpha()
 		c := make([]T, rowBlock*d.tk)
 		rs := make([]float64, rowBlock)
 		ldt := headStride(d.tk)
@@ -276,9 +275,9 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 				if !needQK {
 					continue
 				}
-				// dQ[r0:r1] += alpha·C·K[clo:chi], dK[clo:chi] += alpha·Cᵀ·Q[r0:r1]
-				mm(false, false, rb, d.d, w, alpha, c, w, pr.k[clo*d.lq:], d.lq, 1, dq[r0*d.lq:], d.lq)
-				mm(true, false, w, d.d, rb, alpha, c, w, pr.q[r0*d.lq:], d.lq, 1, dk[clo*d.lq:], d.lq)
+				// dQ[r0:r1] += C·K[clo:chi], dK[clo:chi] += Cᵀ·Q[r0:r1]
+				mm(false, false, rb, d.d, w, 1, c, w, pr.k[clo*d.lq:], d.lq, 1, dq[r0*d.lq:], d.lq)
+				mm(true, false, w, d.d, rb, 1, c, w, pr.q[r0*d.lq:], d.lq, 1, dk[clo*d.lq:], d.lq)
 				if k.useDist {
 					addNormGrads(dq, pr.q, rs[:rb], r0, d.lq, d.d)
 				}

@@ -240,8 +240,6 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 	return rowD2
 }
 
-func (r *rowsMix32) alpha() float32 { return 1 }
-
 func (r *rowsMix32) endGrads(pr *problem[float32], dk []float32) {
 	if r.k.useDist {
 		addNormGrads(dk, pr.k, r.cs, 0, r.d.lq, r.d.d)

@@ -61,7 +61,8 @@ type pairAcc struct {
 
 // pairRows is how one worker of KernelAttention turns the dot products of a query's
 // visible keys into its weights, and the products dm·vᵀ back into the coefficients of
-// dq and dk: rows64 in float64 for every kernel, rows32 in float32 for a PairKernel32.
+// dq and dk: rows64 in float64 for every kernel, rows32 in float32 for a PairKernel32,
+// rowsMix32 in float32 for a mixture of them (pairmix.go).
 type pairRows[T float] interface {
 	// begin starts problem pi of the forward pass (its squared norms, kept for the
 	// backward pass, and its bias's exponentials).
@@ -72,12 +73,11 @@ type pairRows[T float] interface {
 	// beginGrads starts problem pi of the backward pass.
 	beginGrads(pr *problem[T], pi int)
 	// coefs replaces cv, the products dm_t·v_s of query t with keys lo..hi−1, by the
-	// coefficients c of its dot products (dq_t += alpha·Σ_s c_s k_s, dk_s += alpha·c_s q_t)
-	// from its weights prow, δ = dm_t·m_t and its dot products drow; it adds the parameter
-	// gradients into the pass's pairAcc and returns the row's Σ_s ∂L/∂d²_ts.
+	// coefficients c of its dot products (dq_t += Σ_s c_s k_s, dk_s += c_s q_t) from its
+	// weights prow, δ = dm_t·m_t and its dot products drow (on rows32, the terms its
+	// forward pass left there); it adds the parameter gradients into the pass's pairAcc
+	// and returns the row's Σ_s ∂L/∂d²_ts.
 	coefs(pr *problem[T], cv, prow, drow []T, delta float64, t, lo, hi, pi int) (rowD2 float64)
-	// alpha is the factor of the coefficients in dq and dk.
-	alpha() T
 	// endGrads adds the keys' share of the squared norms' gradient into dk.
 	endGrads(pr *problem[T], dk []T)
 }
@@ -158,8 +158,6 @@ func (r *rows64[T]) coefs(pr *problem[T], cv, prow, drow []T, delta float64, t, 
 	}
 	return pairRowCoefs(&k.pairSpec, &r.sc, pr, gs, drow, cv, t, lo, hi, pi, r.d.tq, r.acc.hRows, r.acc.thetaParts, r.cs)
 }
-
-func (r *rows64[T]) alpha() T { return 1 }
 
 func (r *rows64[T]) endGrads(pr *problem[T], dk []T) {
 	if r.k.useDist {
@@ -316,8 +314,6 @@ func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta flo
 	// would make them pack their B).
 	return float64(vmath.AddSumScale(cv, r.cs[lo:hi], -2))
 }
-
-func (r *rows32) alpha() float32 { return 1 }
 
 func (r *rows32) endGrads(pr *problem[float32], dk []float32) {
 	if r.k.useDist {
