@@ -51,14 +51,16 @@ func TestKernelAttentionGradients(t *testing.T) {
 	}
 }
 
-// TestKernelAttentionFloat32Rows checks the float32 runs of KernelAttention against
-// float64, loss and every gradient, for every case on both layouts: on the float32 rows
-// of a PairKernel32 (rows32) and of a mixture of them (rowsMix32), and on the float64
-// rows that the other kernels take (a PairKernel32 behind only64, a mixture with a
-// component without float32 rows), so that each float32 path meets an independent
+// TestKernelAttentionFloat32Rows checks the float32 runs of KernelAttention and
+// TiledLocalMean against float64, loss and every gradient, for every case on both
+// layouts: on the float32 rows of a PairKernel32 (rows32, and the tiles' tileScores32 and
+// tileCoefs32) and of a mixture of them (rowsMix32, KernelAttention only), and on the
+// float64 rows that the other kernels take (a PairKernel32 behind only64, a mixture with
+// a component without float32 rows), so that each float32 path meets an independent
 // answer.
 func TestKernelAttentionFloat32Rows(t *testing.T) {
-	var worst [3]float64 // rows32, rows64, rowsMix32
+	var worst [2][3]float64 // [op][rows32, rows64, rowsMix32]
+	ops := []pairOp{(*Graph).KernelAttention, (*Graph).TiledLocalMean}
 	for _, c := range tiledCases {
 		params, inputs := c.tensors(7)
 		for _, v := range params {
@@ -74,34 +76,36 @@ func TestKernelAttentionFloat32Rows(t *testing.T) {
 			variants = append(variants, h)
 		}
 		for _, v := range variants {
-			k32 := 1 // the float64 rows
-			if _, ok := v.kern.(PairKernel32); ok {
-				k32 = 0
-			}
-			if mixComponents(v.kern) != nil {
-				k32 = 2
-			}
-			for layout, build := range map[string]func(*Graph, map[string]*Node) *Node{
-				"split": v.buildWith((*Graph).KernelAttention), "features": v.buildInFeaturesWith((*Graph).KernelAttention),
-			} {
-				l64, g64 := runGradsWith(t, Float64, params, inputs, build)
-				l32, g32 := runGradsWith(t, Float32, params, inputs, build)
-				name := fmt.Sprintf("%s/%T/%s", c.name, v.kern, layout)
-				if d := math.Abs(l32-l64) / (1 + math.Abs(l64)); !(d <= 1e-5) {
-					t.Errorf("%s: float32 loss %v, float64 %v", name, l32, l64)
+			for oi, op := range ops {
+				path := 1 // the float64 rows
+				if _, ok := v.kern.(PairKernel32); ok {
+					path = 0
 				}
-				for n, want := range g64 {
-					d := diffOfLargest(g32[n], want)
-					worst[k32] = max(worst[k32], d)
-					if !(d <= 2e-4) {
-						t.Errorf("%s: float32 gradient of %s differs from float64 by %g of its largest magnitude", name, n, d)
+				if mixComponents(v.kern) != nil && oi == 0 {
+					path = 2
+				}
+				for layout, build := range map[string]func(*Graph, map[string]*Node) *Node{
+					"split": v.buildWith(op), "features": v.buildInFeaturesWith(op),
+				} {
+					l64, g64 := runGradsWith(t, Float64, params, inputs, build)
+					l32, g32 := runGradsWith(t, Float32, params, inputs, build)
+					name := fmt.Sprintf("%s/%T/op%d/%s", c.name, v.kern, oi, layout)
+					if d := math.Abs(l32-l64) / (1 + math.Abs(l64)); !(d <= 1e-5) {
+						t.Errorf("%s: float32 loss %v, float64 %v", name, l32, l64)
+					}
+					for n, want := range g64 {
+						d := diffOfLargest(g32[n], want)
+						worst[oi][path] = max(worst[oi][path], d)
+						if !(d <= 2e-4) {
+							t.Errorf("%s: float32 gradient of %s differs from float64 by %g of its largest magnitude", name, n, d)
+						}
 					}
 				}
 			}
 		}
 	}
-	t.Logf("largest float32 − float64 gradient difference relative to the largest magnitude: rows32 %.2g, rows64 %.2g, rowsMix32 %.2g",
-		worst[0], worst[1], worst[2])
+	t.Logf("largest float32 − float64 gradient difference relative to the largest magnitude: KernelAttention rows32 %.2g, rows64 %.2g, rowsMix32 %.2g; TiledLocalMean float32 rows %.2g, float64 rows %.2g",
+		worst[0][0], worst[0][1], worst[0][2], worst[1][0], worst[1][1])
 }
 
 // diffOfLargest returns max |got − want| / max(max |want|, 0.01), +Inf where one is NaN

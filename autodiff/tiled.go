@@ -109,6 +109,7 @@ type pairSpec struct {
 	maskIn, thetaIn int
 	pk              ParamPairKernel // the kernel when it has parameters θ, else nil
 	k32             PairKernel32    // the kernel's float32 rows, where it has them and reads at most one term
+	radial32        bool            // k32 reads the distance itself (DistancePairKernel32)
 	mix32           []PairKernel32  // a mixture's components' float32 rows, where each has them
 	nTheta          int
 	headsInFeatures bool
@@ -150,6 +151,8 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 	sp.useDot, sp.useDist = kern.PairTerms()
 	if k32, ok := kern.(PairKernel32); ok && !(sp.useDot && sp.useDist) {
 		sp.k32 = k32
+		_, sp.radial32 = k32.(DistancePairKernel32)
+		sp.radial32 = sp.radial32 && sp.useDist
 	}
 	inputs := []*Node{q, k, v}
 	if opt.Bandwidth != nil {
@@ -195,7 +198,7 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 			return fail("kernel parameters %v, want [%d] for kernel %s", ts, pk.PairParamCount(), kern.Name())
 		}
 		sp.pk, sp.nTheta = pk, pk.PairParamCount()
-		sp.k32 = nil // its scores depend on θ
+		sp.k32, sp.radial32 = nil, false // its scores depend on θ
 		sp.mix32 = mixComponents(kern)
 		sp.thetaIn = len(inputs)
 		inputs = append(inputs, opt.KernelParams)
@@ -590,9 +593,83 @@ func tileScores[T float](k *tiledKernel, d tiledDims, pr *problem[T], sc *tileSc
 	return true
 }
 
+// tileScores32 is tileScores on a PairKernel32's float32 rows: it sets s[:c1−c0] to the
+// scores of query t against keys c0..c1−1 from their dot products drow, which it
+// overwrites with the terms the kernel reads (for the backward pass), −Inf for the keys
+// the query does not see, and reports whether it sees any; qq and kk are the problem's
+// squared norms.
+func tileScores32[T float](k *tiledKernel, pr *problem[T], s, drow, qq, kk []float32, t, tk, c0, c1 int) bool {
+	lo, hi, self := k.mask.visible(t, tk)
+	lo, hi = max(lo, c0), min(hi, c1)
+	if hi <= lo {
+		return false
+	}
+	w := c1 - c0
+	x, s := drow[:w], s[:w]
+	switch {
+	case k.radial32:
+		vmath.Dist(x, x, qq[t], kk[c0:c1])
+	case k.useDist:
+		vmath.SqDist(x, x, qq[t], kk[c0:c1])
+	case !k.useDot:
+		clear(x)
+	}
+	k.k32.PairScores32(s, x, float32(pr.bandwidth(t)))
+	if pr.bias != nil {
+		addRelBias(&k.pairSpec, s, pr.bias, t, c0)
+	}
+	ninf := float32(math.Inf(-1))
+	for j := range lo - c0 {
+		s[j] = ninf
+	}
+	for j := hi - c0; j < w; j++ {
+		s[j] = ninf
+	}
+	if self >= lo && self < hi {
+		s[self-c0] = ninf
+	}
+	if pr.km != nil {
+		for j, m := range pr.km[c0:c1] {
+			if m == 0 {
+				s[j] = ninf
+			}
+		}
+	}
+	return true
+}
+
+// tile32 holds one worker's float32 views of its tile scratch, for a PairKernel32 in a
+// float32 run (nil otherwise): the tiles then take the kernel's float32 rows.
+type tile32 struct {
+	p, dots, c []float32
+	qq, kk     []float32 // the problem's squared norms
+	cs         []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts (backward)
+}
+
+func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T]) *tile32 {
+	p, ok := any(sc.p).([]float32)
+	if !ok || k.k32 == nil {
+		return nil
+	}
+	r := &tile32{p: p, dots: any(sc.dots).([]float32), c: any(sc.c).([]float32)}
+	if k.useDist {
+		r.qq, r.kk, r.cs = make([]float32, d.tq), make([]float32, d.tk), make([]float32, d.tk)
+	}
+	return r
+}
+
+// norms sets the problem's squared norms when the kernel reads distances.
+func (r *tile32) norms(k *pairSpec, d tiledDims, q, kk any) {
+	if k.useDist {
+		sqNorms32(q.([]float32), d.tq, d.d, d.lq, r.qq)
+		sqNorms32(kk.([]float32), d.tk, d.d, d.lq, r.kk)
+	}
+}
+
 func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledArgs[T], out []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
 		sc := newTileScratch[T](d)
+		r32 := newTile32(&k.pairSpec, d, sc)
 		mx := make([]float64, tileRows)
 		ell := make([]float64, tileRows)
 		bad := make([]bool, tileRows)
@@ -600,7 +677,11 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 			pr := tiledProblem(&k.pairSpec, d, a, p)
 			op := out[d.off(p, d.tq, d.dv, d.lv):]
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
-			problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch)
+			if r32 != nil {
+				r32.norms(&k.pairSpec, d, any(pr.q), any(pr.k))
+			} else {
+				problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch)
+			}
 			for r0 := 0; r0 < d.tq; r0 += tileRows {
 				r1 := min(r0+tileRows, d.tq)
 				rb := r1 - r0
@@ -619,14 +700,23 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 					seen := false
 					for i := range rb {
 						prow := sc.p[i*tileKeys : i*tileKeys+w]
-						if !tileScores(k, d, &pr, sc, i, r0+i, c0, c1) {
-							clear(prow)
-							continue
-						}
-						s := sc.s[:w]
 						tmax := math.Inf(-1)
-						for _, x := range s {
-							tmax = max(tmax, x) // NaN wins
+						var s []float64
+						if r32 != nil { // the scores in prow itself
+							if !tileScores32(k, &pr, r32.p[i*tileKeys:], r32.dots[i*tileKeys:], r32.qq, r32.kk, r0+i, d.tk, c0, c1) {
+								clear(prow)
+								continue
+							}
+							tmax = float64(vmath.Max(r32.p[i*tileKeys : i*tileKeys+w])) // NaN wins
+						} else {
+							if !tileScores(k, d, &pr, sc, i, r0+i, c0, c1) {
+								clear(prow)
+								continue
+							}
+							s = sc.s[:w]
+							for _, x := range s {
+								tmax = max(tmax, x) // NaN wins
+							}
 						}
 						if math.IsNaN(tmax) || math.IsInf(tmax, 1) {
 							bad[i] = true
@@ -643,6 +733,10 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 								scaleBy(acc[i*d.dv:(i+1)*d.dv], T(f))
 							}
 							mx[i] = tmax
+						}
+						if r32 != nil {
+							ell[i] += float64(expShiftSum(prow, T(mx[i])))
+							continue
 						}
 						for j, x := range s {
 							prow[j] = T(x - mx[i])
@@ -740,9 +834,14 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 	}
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		sc := newTileScratch[T](d)
+		r32 := newTile32(&k.pairSpec, d, sc)
 		delta := make([]float64, tileRows)
 		rs := make([]float64, tileRows)
 		cs := make([]float64, d.tk)
+		var zeros []float32 // the terms of a kernel that reads none
+		if r32 != nil && !k.useDot && !k.useDist {
+			zeros = make([]float32, tileKeys)
+		}
 		for p := plo; p < phi; p++ {
 			pr := tiledProblem(&k.pairSpec, d, a, p)
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
@@ -751,7 +850,10 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 			dq := gr.q[d.off(p, d.tq, d.d, d.lq):]
 			dk := gr.k[d.off(p, d.tk, d.d, d.lq):]
 			dv := gr.v[d.off(p, d.tk, d.dv, d.lv):]
-			if problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch) {
+			if r32 != nil {
+				r32.norms(&k.pairSpec, d, any(pr.q), any(pr.k))
+				clear(r32.cs)
+			} else if problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch) {
 				clear(cs)
 			}
 			for r0 := 0; r0 < d.tq; r0 += tileRows {
@@ -775,6 +877,16 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					for i := range rb {
 						t := r0 + i
 						prow := sc.p[i*tileKeys : i*tileKeys+w]
+						if r32 != nil {
+							if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) ||
+								!tileScores32(k, &pr, r32.p[i*tileKeys:], r32.dots[i*tileKeys:], r32.qq, r32.kk, t, d.tk, c0, c1) {
+								clear(prow)
+								continue
+							}
+							seen = true
+							expShiftSum(prow, T(lse[t]))
+							continue
+						}
 						if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) || !tileScores(k, d, &pr, sc, i, t, c0, c1) {
 							clear(prow)
 							continue
@@ -798,6 +910,10 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 						crow := sc.c[i*tileKeys : i*tileKeys+w]
 						if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) {
 							clear(crow)
+							continue
+						}
+						if r32 != nil {
+							rs[i] += tileCoefs32(k, &pr, r32, zeros, biasParts, hRows, delta[i], i, t, p, d.tq, c0, c1)
 							continue
 						}
 						gs := sc.gs[:w]
@@ -828,12 +944,46 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					addNormGrads(dq, pr.q, rs[:rb], r0, d.lq, d.d)
 				}
 			}
-			if k.useDist {
+			if k.useDist && r32 != nil {
+				addNormGrads(dk, pr.k, r32.cs, 0, d.lq, d.d)
+			} else if k.useDist {
 				addNormGrads(dk, pr.k, cs[:d.tk], 0, d.lq, d.d)
 			}
 		}
 	})
 	pairParamGrads(&k.pairSpec, d.n, d.tq, hRows, biasParts, thetaParts, gr)
+}
+
+// tileCoefs32 is the backward pass's row of a tile on a PairKernel32's float32 rows: it
+// turns query t's products dm·vᵀ with keys c0..c1−1 (row i of r.c) into the coefficients
+// of its dot products, from its weights (row i of r.p) and the terms tileScores32 left in
+// row i of r.dots (zeros for a kernel that reads none), adds the bias and bandwidth
+// gradients (biasParts, hRows of problem p) and each key's ∂L/∂d² into r.cs, and returns
+// the row's Σ ∂L/∂d².
+func tileCoefs32[T float](k *tiledKernel, pr *problem[T], r *tile32, zeros []float32, biasParts, hRows []float64,
+	delta float64, i, t, p, tq, c0, c1 int) float64 {
+	w := c1 - c0
+	crow := r.c[i*tileKeys : i*tileKeys+w]
+	vmath.ScoreGrad(crow, r.p[i*tileKeys:i*tileKeys+w], float32(delta), 1) // w ⊙ (dm·vᵀ − δ)
+	if biasParts != nil {
+		bw := 2*k.biasM + 1
+		addBiasGrads(&k.pairSpec, biasParts[p*bw:(p+1)*bw], crow, t, c0)
+	}
+	x := r.dots[i*tileKeys : i*tileKeys+w]
+	if zeros != nil {
+		x = zeros[:w]
+	}
+	gh := k.k32.PairGrads32(crow, x, float32(pr.bandwidth(t)))
+	if hRows != nil {
+		hRows[p*tq+t] += gh
+	}
+	if !k.useDist {
+		return 0
+	}
+	if k.radial32 {
+		vmath.DistGrad(crow, x)
+	}
+	return float64(vmath.AddSumScale(crow, r.cs[c0:c1], -2))
 }
 
 // thetaPart returns problem p's part [n] of the kernel-parameter gradients, nil without.
