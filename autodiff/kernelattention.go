@@ -70,7 +70,7 @@ func resized[T float](x []T, n int) []T {
 // rowsMix32 for a MixturePairKernel32 whose components have float32 rows, else rows64.
 func (k *kernelAttention) rowsOf32(d tiledDims, acc *pairAcc) func() pairRows[float32] {
 	if k.mix32 != nil {
-		return func() pairRows[float32] { return newRowsMix32(k, d, acc) }
+		return func() pairRows[float32] { return newRowsMix32(&k.pairSpec, d, acc) }
 	}
 	if k.k32 != nil {
 		return func() pairRows[float32] { return newRows32(k, d, acc) }

@@ -54,12 +54,12 @@ func TestKernelAttentionGradients(t *testing.T) {
 // TestKernelAttentionFloat32Rows checks the float32 runs of KernelAttention and
 // TiledLocalMean against float64, loss and every gradient, for every case on both
 // layouts: on the float32 rows of a PairKernel32 (rows32, and the tiles' tileScores32 and
-// tileCoefs32) and of a mixture of them (rowsMix32, KernelAttention only), and on the
+// tileCoefs32) and of a mixture of them (rowsMix32, in both ops), and on the
 // float64 rows that the other kernels take (a PairKernel32 behind only64, a mixture with
 // a component without float32 rows), so that each float32 path meets an independent
 // answer.
 func TestKernelAttentionFloat32Rows(t *testing.T) {
-	var worst [2][3]float64 // [op][rows32, rows64, rowsMix32]
+	var worst [2][3]float64 // [op][float32 rows, float64 rows, a mixture's float32 rows]
 	ops := []pairOp{(*Graph).KernelAttention, (*Graph).TiledLocalMean}
 	for _, c := range tiledCases {
 		params, inputs := c.tensors(7)
@@ -81,7 +81,7 @@ func TestKernelAttentionFloat32Rows(t *testing.T) {
 				if _, ok := v.kern.(PairKernel32); ok {
 					path = 0
 				}
-				if mixComponents(v.kern) != nil && oi == 0 {
+				if mixComponents(v.kern) != nil {
 					path = 2
 				}
 				for layout, build := range map[string]func(*Graph, map[string]*Node) *Node{
@@ -104,8 +104,8 @@ func TestKernelAttentionFloat32Rows(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("largest float32 − float64 gradient difference relative to the largest magnitude: KernelAttention rows32 %.2g, rows64 %.2g, rowsMix32 %.2g; TiledLocalMean float32 rows %.2g, float64 rows %.2g",
-		worst[0][0], worst[0][1], worst[0][2], worst[1][0], worst[1][1])
+	t.Logf("largest float32 − float64 gradient difference relative to the largest magnitude: KernelAttention rows32 %.2g, rows64 %.2g, rowsMix32 %.2g; TiledLocalMean float32 rows %.2g, float64 rows %.2g, mixture %.2g",
+		worst[0][0], worst[0][1], worst[0][2], worst[1][0], worst[1][1], worst[1][2])
 }
 
 // diffOfLargest returns max |got − want| / max(max |want|, 0.01), +Inf where one is NaN
@@ -125,12 +125,20 @@ func diffOfLargest(got, want []float64) float64 {
 	return d
 }
 
-// TestKernelAttentionEdgeRows checks LocalMean's rules: a query that sees no key gets 0
-// and zero gradients, a query whose visible keys all lie outside a compact kernel's
-// support too, and a NaN score makes its query's output NaN; in float64 (with gradient
-// checks) and in float32 (each row evaluator: rows32, rowsMix32, rows64).
+// TestKernelAttentionEdgeRows checks LocalMean's rules on KernelAttention and
+// TiledLocalMean: a query that sees no key gets 0 and zero gradients, a query whose
+// visible keys all lie outside a compact kernel's support too, and a NaN score makes its
+// query's output NaN; in float64 (with gradient checks) and in float32 (on the float32
+// rows of a kernel and of a mixture, and on the float64 rows).
 func TestKernelAttentionEdgeRows(t *testing.T) {
-	build := func(c tiledCase) func(*Graph, map[string]*Node) *Node { return c.buildWith((*Graph).KernelAttention) }
+	for _, op := range []pairOp{(*Graph).KernelAttention, (*Graph).TiledLocalMean} {
+		testEdgeRows(t, op)
+	}
+}
+
+// testEdgeRows is TestKernelAttentionEdgeRows for one op.
+func testEdgeRows(t *testing.T, op pairOp) {
+	build := func(c tiledCase) func(*Graph, map[string]*Node) *Node { return c.buildWith(op) }
 	// zeroGrads checks that the float32 gradients of q, k and v are 0 from problem p0 on.
 	zeroGrads := func(name string, c tiledCase, params, inputs map[string]*tensor.Dense, p0 int) {
 		t.Helper()

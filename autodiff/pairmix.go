@@ -56,7 +56,7 @@ type mixComp struct {
 // component. The dot products stay in the op's buffer; the distances are formed from
 // them per component.
 type rowsMix32 struct {
-	k       *kernelAttention
+	k       *pairSpec
 	d       tiledDims
 	acc     *pairAcc
 	comps   []mixComp
@@ -67,7 +67,7 @@ type rowsMix32 struct {
 	cs      []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts
 }
 
-func newRowsMix32(k *kernelAttention, d tiledDims, acc *pairAcc) pairRows[float32] {
+func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc) *rowsMix32 {
 	r := &rowsMix32{k: k, d: d, acc: acc, tot: make([]float32, d.tk), iv: make([]float32, d.tk)}
 	for _, c := range k.mix32 {
 		mc := mixComp{kern: c, x: make([]float32, d.tk), e: make([]float32, d.tk), g: make([]float32, d.tk)}
@@ -118,9 +118,11 @@ func (r *rowsMix32) beginGrads(pr *problem[float32], _ int) {
 }
 
 // values sets each component's e to exp(s_l − m) (its values times exp(−m) for a
-// component of values) for query t and its n keys from lo, and tot to the mixture's
-// Σ_l w_l e_l; false when a score is NaN or +Inf.
-func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, lo, n int) bool {
+// component of values) for query t and the n keys from c0, 0 for the keys it does not
+// see (outside lo..hi−1, itself for a hollow mask, those the key mask hides), tot to the
+// mixture's Σ_l w_l e_l, and returns m, the largest log-score of a key it sees (at least 0
+// beside a component of values); false when a score is NaN or +Inf.
+func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, c0, n, lo, hi, self int) (float32, bool) {
 	h := float32(pr.bandwidth(t))
 	m := float32(math.Inf(-1))
 	for l := range r.comps {
@@ -128,9 +130,9 @@ func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, lo, n int) b
 		x := c.x[:n]
 		switch {
 		case c.radial:
-			vmath.Dist(x, drow, r.qq[t], r.kk[lo:lo+n])
+			vmath.Dist(x, drow, r.qq[t], r.kk[c0:c0+n])
 		case c.dist:
-			vmath.SqDist(x, drow, r.qq[t], r.kk[lo:lo+n])
+			vmath.SqDist(x, drow, r.qq[t], r.kk[c0:c0+n])
 		case c.dot:
 			copy(x, drow)
 		default:
@@ -139,14 +141,16 @@ func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, lo, n int) b
 		e := c.e[:n]
 		if c.direct != nil {
 			c.direct.PairValues32(e, x, h)
+			hideOutside(e, 0, pr.km, c0, lo, hi, self)
 			m = max(m, 0)
 			continue
 		}
 		c.kern.PairScores32(e, x, h)
+		hideOutside(e, float32(math.Inf(-1)), pr.km, c0, lo, hi, self)
 		m = max(m, vmath.Max(e))
 	}
 	if m != m || math.IsInf(float64(m), 1) { // a NaN or +Inf score: the row is NaN
-		return false
+		return m, false
 	}
 	if math.IsInf(float64(m), -1) {
 		m = 0
@@ -163,7 +167,28 @@ func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, lo, n int) b
 		}
 		vmath.AddScaled(tot, e, c.w)
 	}
-	return true
+	return m, true
+}
+
+// hideOutside sets x[j] (key c0 + j) to v for the keys a query does not see: outside
+// lo..hi−1, itself (self), and those the key mask km hides.
+func hideOutside[T float](x []float32, v float32, km []T, c0, lo, hi, self int) {
+	for j := range min(lo-c0, len(x)) {
+		x[j] = v
+	}
+	for j := max(hi-c0, 0); j < len(x); j++ {
+		x[j] = v
+	}
+	if self >= lo && self < hi {
+		x[self-c0] = v
+	}
+	if km != nil {
+		for j, z := range km[c0 : c0+len(x)] {
+			if z == 0 {
+				x[j] = v
+			}
+		}
+	}
 }
 
 func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
@@ -173,16 +198,39 @@ func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, c
 		return
 	}
 	w := row[lo:hi]
-	if !r.values(pr, drow, t, lo, hi-lo) {
+	if _, ok := r.values(pr, drow, t, lo, hi-lo, lo, hi, self); !ok {
 		fillNaN(w)
 		return
 	}
 	copy(w, r.tot[:hi-lo])
 	if pr.bias != nil {
-		mulBias(&k.pairSpec, w, r.eb, t, lo)
+		mulBias(k, w, r.eb, t, lo)
 	}
-	hideKeys(w, pr.km, self, lo, hi)
 	normaliseValues32(w)
+}
+
+// tileValues sets s[:c1−c0] to the values of query t and keys c0..c1−1 that values
+// gives, times exp(bias − max bias), 0 for the keys it does not see, and returns m, their
+// scale: the mixture's weight of key j is proportional to s[j]·exp(m) (the tiles' row
+// in value space); false when a score is NaN or +Inf. drow holds the keys' dot products.
+func (r *rowsMix32) tileValues(pr *problem[float32], s, drow []float32, t, c0, c1 int) (float32, bool) {
+	w := c1 - c0
+	s = s[:w]
+	lo, hi, self := r.k.mask.visible(t, r.d.tk)
+	lo, hi = max(lo, c0), min(hi, c1)
+	if hi <= lo {
+		clear(s)
+		return 0, true
+	}
+	m, ok := r.values(pr, drow, t, c0, w, lo, hi, self)
+	if !ok {
+		return m, false
+	}
+	copy(s, r.tot[:w])
+	if pr.bias != nil {
+		mulBias(r.k, s, r.eb, t, c0)
+	}
+	return m, true
 }
 
 func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta float64, t, lo, hi, pi int) float64 {
@@ -191,9 +239,10 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 	vmath.ScoreGrad(cv, prow, float32(delta), 1) // the score gradients w ⊙ (dm·vᵀ − δ)
 	if r.acc.biasParts != nil {
 		bw := 2*k.biasM + 1
-		addBiasGrads(&k.pairSpec, r.acc.biasParts[pi*bw:(pi+1)*bw], cv, t, lo)
+		addBiasGrads(k, r.acc.biasParts[pi*bw:(pi+1)*bw], cv, t, lo)
 	}
-	if !r.values(pr, drow, t, lo, n) {
+	vlo, vhi, self := k.mask.visible(t, r.d.tk)
+	if _, ok := r.values(pr, drow, t, lo, n, max(vlo, lo), min(vhi, hi), self); !ok {
 		fillNaN(cv)
 		return math.NaN()
 	}

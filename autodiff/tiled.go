@@ -642,34 +642,58 @@ func tileScores32[T float](k *tiledKernel, pr *problem[T], s, drow, qq, kk []flo
 // float32 run (nil otherwise): the tiles then take the kernel's float32 rows.
 type tile32 struct {
 	p, dots, c []float32
-	qq, kk     []float32 // the problem's squared norms
-	cs         []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts (backward)
+	acc        []float32  // the forward pass's outputs of the row block
+	qq, kk     []float32  // the problem's squared norms
+	cs         []float32  // [Tk] each key's Σ_t ∂L/∂d²_ts (backward)
+	mix        *rowsMix32 // a mixture's rows (MixturePairKernel32), or nil
 }
 
-func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T]) *tile32 {
+// newTile32 returns the float32 views of a worker's scratch when the tiles run on float32
+// rows (a PairKernel32 or a mixture of them, in a float32 run), else nil; acc takes a
+// mixture's parameter gradients in the backward pass.
+func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T], acc *pairAcc) *tile32 {
 	p, ok := any(sc.p).([]float32)
-	if !ok || k.k32 == nil {
+	if !ok || (k.k32 == nil && k.mix32 == nil) {
 		return nil
 	}
-	r := &tile32{p: p, dots: any(sc.dots).([]float32), c: any(sc.c).([]float32)}
+	r := &tile32{p: p, dots: any(sc.dots).([]float32), c: any(sc.c).([]float32), acc: any(sc.acc).([]float32)}
+	if k.mix32 != nil {
+		r.mix = newRowsMix32(k, d, acc)
+		return r
+	}
 	if k.useDist {
 		r.qq, r.kk, r.cs = make([]float32, d.tq), make([]float32, d.tk), make([]float32, d.tk)
 	}
 	return r
 }
 
-// norms sets the problem's squared norms when the kernel reads distances.
-func (r *tile32) norms(k *pairSpec, d tiledDims, q, kk any) {
-	if k.useDist {
-		sqNorms32(q.([]float32), d.tq, d.d, d.lq, r.qq)
-		sqNorms32(kk.([]float32), d.tk, d.d, d.lq, r.kk)
+// start begins a problem: its squared norms when the kernel reads distances (a
+// mixture's weights, norms and bias factors, and in the backward pass its sums cleared).
+func (r *tile32) start(k *pairSpec, d tiledDims, pr any) {
+	if r.mix != nil {
+		r.mix.beginGrads(pr.(*problem[float32]), 0)
+		return
 	}
+	if k.useDist {
+		p := pr.(*problem[float32])
+		sqNorms32(p.q, d.tq, d.d, d.lq, r.qq)
+		sqNorms32(p.k, d.tk, d.d, d.lq, r.kk)
+		clear(r.cs)
+	}
+}
+
+// keyNorms returns each key's Σ_t ∂L/∂d²_ts of the problem.
+func (r *tile32) keyNorms() []float32 {
+	if r.mix != nil {
+		return r.mix.cs
+	}
+	return r.cs
 }
 
 func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledArgs[T], out []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
 		sc := newTileScratch[T](d)
-		r32 := newTile32(&k.pairSpec, d, sc)
+		r32 := newTile32(&k.pairSpec, d, sc, nil)
 		mx := make([]float64, tileRows)
 		ell := make([]float64, tileRows)
 		bad := make([]bool, tileRows)
@@ -677,8 +701,10 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 			pr := tiledProblem(&k.pairSpec, d, a, p)
 			op := out[d.off(p, d.tq, d.dv, d.lv):]
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
+			var pr32 *problem[float32]
 			if r32 != nil {
-				r32.norms(&k.pairSpec, d, any(pr.q), any(pr.k))
+				pr32 = any(&pr).(*problem[float32])
+				r32.start(&k.pairSpec, d, pr32)
 			} else {
 				problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch)
 			}
@@ -700,6 +726,12 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 					seen := false
 					for i := range rb {
 						prow := sc.p[i*tileKeys : i*tileKeys+w]
+						if r32 != nil && r32.mix != nil { // a mixture: the row in value space
+							if r32.mixRow(pr32, i, r0+i, c0, c1, &bad[i], &mx[i], &ell[i], r32.acc[i*d.dv:(i+1)*d.dv]) {
+								seen = true
+							}
+							continue
+						}
 						tmax := math.Inf(-1)
 						var s []float64
 						if r32 != nil { // the scores in prow itself
@@ -834,7 +866,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 	}
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		sc := newTileScratch[T](d)
-		r32 := newTile32(&k.pairSpec, d, sc)
+		r32 := newTile32(&k.pairSpec, d, sc, &pairAcc{hRows: hRows, biasParts: biasParts, thetaParts: thetaParts})
 		delta := make([]float64, tileRows)
 		rs := make([]float64, tileRows)
 		cs := make([]float64, d.tk)
@@ -850,9 +882,10 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 			dq := gr.q[d.off(p, d.tq, d.d, d.lq):]
 			dk := gr.k[d.off(p, d.tk, d.d, d.lq):]
 			dv := gr.v[d.off(p, d.tk, d.dv, d.lv):]
+			var pr32 *problem[float32]
 			if r32 != nil {
-				r32.norms(&k.pairSpec, d, any(pr.q), any(pr.k))
-				clear(r32.cs)
+				pr32 = any(&pr).(*problem[float32])
+				r32.start(&k.pairSpec, d, pr32)
 			} else if problemNorms(&k.pairSpec, d, &pr, &sc.pairScratch) {
 				clear(cs)
 			}
@@ -877,6 +910,17 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					for i := range rb {
 						t := r0 + i
 						prow := sc.p[i*tileKeys : i*tileKeys+w]
+						if r32 != nil && r32.mix != nil {
+							s32 := r32.p[i*tileKeys : i*tileKeys+w]
+							m, ok := r32.mix.tileValues(pr32, s32, r32.dots[i*tileKeys:i*tileKeys+w], t, c0, c1)
+							if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) || !ok {
+								clear(prow)
+								continue
+							}
+							seen = true
+							vmath.Scale(s32, float32(math.Exp(float64(m)-lse[t])))
+							continue
+						}
 						if r32 != nil {
 							if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) ||
 								!tileScores32(k, &pr, r32.p[i*tileKeys:], r32.dots[i*tileKeys:], r32.qq, r32.kk, t, d.tk, c0, c1) {
@@ -912,6 +956,11 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 							clear(crow)
 							continue
 						}
+						if r32 != nil && r32.mix != nil {
+							rs[i] += r32.mix.coefs(pr32, r32.c[i*tileKeys:i*tileKeys+w], r32.p[i*tileKeys:i*tileKeys+w],
+								r32.dots[i*tileKeys:i*tileKeys+w], delta[i], t, c0, c1, p)
+							continue
+						}
 						if r32 != nil {
 							rs[i] += tileCoefs32(k, &pr, r32, zeros, biasParts, hRows, delta[i], i, t, p, d.tq, c0, c1)
 							continue
@@ -945,7 +994,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 				}
 			}
 			if k.useDist && r32 != nil {
-				addNormGrads(dk, pr.k, r32.cs, 0, d.lq, d.d)
+				addNormGrads(dk, pr.k, r32.keyNorms(), 0, d.lq, d.d)
 			} else if k.useDist {
 				addNormGrads(dk, pr.k, cs[:d.tk], 0, d.lq, d.d)
 			}
@@ -1101,5 +1150,36 @@ func problemNorms[T float](k *pairSpec, d tiledDims, pr *problem[T], sc *pairScr
 	}
 	sqNorms(pr.q, d.tq, d.d, d.lq, sc.qq)
 	sqNorms(pr.k, d.tk, d.d, d.lq, sc.kk)
+	return true
+}
+
+// mixRow is the forward pass's row i (query t, keys c0..c1−1) of a tile for a mixture: its
+// values and their scale m (rowsMix32.tileValues) in place of scores, folded into the
+// query's running scale mx, sum ell and output acc; it reports whether the row adds
+// anything, and marks the query bad (NaN) for a NaN or +Inf score.
+func (r *tile32) mixRow(pr *problem[float32], i, t, c0, c1 int, bad *bool, mx, ell *float64, acc []float32) bool {
+	w := c1 - c0
+	s := r.p[i*tileKeys : i*tileKeys+w]
+	m, ok := r.mix.tileValues(pr, s, r.dots[i*tileKeys:i*tileKeys+w], t, c0, c1)
+	if top := vmath.Max(s); !ok || top != top {
+		*bad = true
+	} else if top == 0 && !*bad {
+		return false // nothing seen in this tile
+	}
+	if *bad {
+		clear(s)
+		return false
+	}
+	tm := float64(m)
+	if tm > *mx {
+		if !math.IsInf(*mx, -1) {
+			f := math.Exp(*mx - tm)
+			*ell *= f
+			vmath.Scale(acc, float32(f))
+		}
+		*mx = tm
+	}
+	vmath.Scale(s, float32(math.Exp(tm-*mx)))
+	*ell += vmath.Sum64(s)
 	return true
 }
