@@ -170,27 +170,6 @@ func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, c0, n, lo, h
 	return m, true
 }
 
-// hideOutside sets x[j] (key c0 + j) to v for the keys a query does not see: outside
-// lo..hi−1, itself (self), and those the key mask km hides.
-func hideOutside[T float](x []float32, v float32, km []T, c0, lo, hi, self int) {
-	for j := range min(lo-c0, len(x)) {
-		x[j] = v
-	}
-	for j := max(hi-c0, 0); j < len(x); j++ {
-		x[j] = v
-	}
-	if self >= lo && self < hi {
-		x[self-c0] = v
-	}
-	if km != nil {
-		for j, z := range km[c0 : c0+len(x)] {
-			if z == 0 {
-				x[j] = v
-			}
-		}
-	}
-}
-
 func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
 	k := r.k
 	lo, hi, self, ok := visibleRow(k.mask, row, t, clo, chi)

@@ -388,18 +388,7 @@ func hideKeys[S, T float](kv []S, km []T, self, lo, hi int) {
 // softmaxVisible's rules: a NaN or infinite sum makes the row NaN, a zero sum makes it 0,
 // and a float32 weight below the smallest normal float32 is 0.
 func normaliseValues[S, T float](kv []S, w []T) {
-	var s0, s1, s2, s3 float64 // four partial sums: one would wait for each addition
-	j := 0
-	for ; j+4 <= len(kv); j += 4 {
-		s0 += float64(kv[j])
-		s1 += float64(kv[j+1])
-		s2 += float64(kv[j+2])
-		s3 += float64(kv[j+3])
-	}
-	for ; j < len(kv); j++ {
-		s0 += float64(kv[j])
-	}
-	sum := (s0 + s1) + (s2 + s3)
+	sum := sumOf(kv)
 	w = w[:len(kv)]
 	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):

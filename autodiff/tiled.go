@@ -573,24 +573,29 @@ func tileScores[T float](k *tiledKernel, d tiledDims, pr *problem[T], sc *tileSc
 	}
 	w := c1 - c0
 	s := pairRowScores(&k.pairSpec, pr, &sc.pairScratch, sc.dots[i*tileKeys:i*tileKeys+w], t, c0, c1)
-	ninf := math.Inf(-1)
-	for j := range lo - c0 {
-		s[j] = ninf
+	hideOutside(s[:w], math.Inf(-1), pr.km, c0, lo, hi, self)
+	return true
+}
+
+// hideOutside sets x[j] (key c0 + j) to v for the keys a query does not see: outside
+// lo..hi−1, itself (self), and those the key mask km hides.
+func hideOutside[S, T float](x []S, v S, km []T, c0, lo, hi, self int) {
+	for j := range min(lo-c0, len(x)) {
+		x[j] = v
 	}
-	for j := hi - c0; j < w; j++ {
-		s[j] = ninf
+	for j := max(hi-c0, 0); j < len(x); j++ {
+		x[j] = v
 	}
 	if self >= lo && self < hi {
-		s[self-c0] = ninf
+		x[self-c0] = v
 	}
-	if pr.km != nil {
-		for j, m := range pr.km[c0:c1] {
-			if m == 0 {
-				s[j] = ninf
+	if km != nil {
+		for j, z := range km[c0 : c0+len(x)] {
+			if z == 0 {
+				x[j] = v
 			}
 		}
 	}
-	return true
 }
 
 // tileScores32 is tileScores on a PairKernel32's float32 rows: it sets s[:c1−c0] to the
@@ -618,23 +623,7 @@ func tileScores32[T float](k *tiledKernel, pr *problem[T], s, drow, qq, kk []flo
 	if pr.bias != nil {
 		addRelBias(&k.pairSpec, s, pr.bias, t, c0)
 	}
-	ninf := float32(math.Inf(-1))
-	for j := range lo - c0 {
-		s[j] = ninf
-	}
-	for j := hi - c0; j < w; j++ {
-		s[j] = ninf
-	}
-	if self >= lo && self < hi {
-		s[self-c0] = ninf
-	}
-	if pr.km != nil {
-		for j, m := range pr.km[c0:c1] {
-			if m == 0 {
-				s[j] = ninf
-			}
-		}
-	}
+	hideOutside(s, float32(math.Inf(-1)), pr.km, c0, lo, hi, self)
 	return true
 }
 
