@@ -54,13 +54,12 @@ type mixComp struct {
 // Σ_l w_l·exp(s_l − m) normalised as a DirectPairKernel's are; the backward pass forms
 // them again and sends w_l·exp(s_l − m)/K̃ times the score gradients through each
 // component. The dot products stay in the op's buffer; the distances are formed from
-// them per component.
+// them per component. TiledLocalMean's tiles use it too (tileValues, coefs).
 type rowsMix32 struct {
 	k       *pairSpec
 	d       tiledDims
 	acc     *pairAcc
 	comps   []mixComp
-	useDot  bool
 	eb      []float32 // exp(bias − max bias)
 	qq, kk  []float32 // the problem's squared norms
 	tot, iv []float32 // [Tk] the mixture's shifted values, and gs / them
@@ -75,7 +74,6 @@ func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc) *rowsMix32 {
 		mc.dot, mc.dist = c.PairTerms()
 		_, mc.radial = c.(DistancePairKernel32)
 		mc.radial = mc.radial && mc.dist
-		r.useDot = r.useDot || mc.dot
 		r.comps = append(r.comps, mc)
 	}
 	if k.useDist {
