@@ -176,7 +176,6 @@ type rows32 struct {
 	acc    *pairAcc
 	kern   PairKernel32
 	direct DirectPairKernel32
-	radial bool      // the kernel is a DistancePairKernel32
 	zeros  []float32 // [Tk] the terms of a kernel that reads none
 	eb     []float32 // exp(bias − max bias), for a direct kernel
 	qq, kk []float32 // the problem's squared norms
@@ -186,8 +185,6 @@ type rows32 struct {
 func newRows32(k *kernelAttention, d tiledDims, acc *pairAcc) pairRows[float32] {
 	r := &rows32{k: k, d: d, acc: acc, kern: k.k32, zeros: make([]float32, d.tk)}
 	r.direct, _ = k.k32.(DirectPairKernel32)
-	_, r.radial = k.k32.(DistancePairKernel32)
-	r.radial = r.radial && k.useDist
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
 	}
@@ -232,17 +229,26 @@ func expBias32(bias, buf []float32) []float32 {
 // distances (the distances, for a DistancePairKernel32) written over them, or zeros when
 // it reads neither.
 func (r *rows32) terms(drow []float32, t, lo, n int) []float32 {
-	switch {
-	case r.radial:
-		vmath.Dist(drow, drow, r.qq[t], r.kk[lo:lo+n])
-		return drow
-	case r.k.useDist:
-		vmath.SqDist(drow, drow, r.qq[t], r.kk[lo:lo+n])
-		return drow
-	case r.k.useDot:
+	if drow != nil && r.k.terms32(drow[:n], r.qq, r.kk, t, lo) { // nil: the kernel reads no term
 		return drow
 	}
 	return r.zeros[:n]
+}
+
+// terms32 turns x, the dot products of query t with keys lo..lo+len(x)−1 (qq and kk the
+// problem's squared norms), into the term a PairKernel32 reads, in place: the squared
+// distances or, for a DistancePairKernel32, the distances; dot products stay as they
+// are; false for a kernel that reads neither (x is then left alone).
+func (k *pairSpec) terms32(x, qq, kk []float32, t, lo int) bool {
+	switch {
+	case k.radial32:
+		vmath.Dist(x, x, qq[t], kk[lo:lo+len(x)])
+	case k.useDist:
+		vmath.SqDist(x, x, qq[t], kk[lo:lo+len(x)])
+	case !k.useDot:
+		return false
+	}
+	return true
 }
 
 func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
@@ -307,7 +313,7 @@ func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta flo
 	if !k.useDist {
 		return 0
 	}
-	if r.radial {
+	if r.k.radial32 {
 		vmath.DistGrad(cv, x)
 	}
 	// cs += ∂L/∂d², and the coefficients of q·k are −2·∂L/∂d² (in the gemms' alpha, −2

@@ -611,12 +611,7 @@ func tileScores32[T float](k *tiledKernel, pr *problem[T], s, drow, qq, kk []flo
 	}
 	w := c1 - c0
 	x, s := drow[:w], s[:w]
-	switch {
-	case k.radial32:
-		vmath.Dist(x, x, qq[t], kk[c0:c1])
-	case k.useDist:
-		vmath.SqDist(x, x, qq[t], kk[c0:c1])
-	case !k.useDot:
+	if !k.terms32(x, qq, kk, t, c0) {
 		clear(x)
 	}
 	k.k32.PairScores32(s, x, float32(pr.bandwidth(t)))
