@@ -49,6 +49,10 @@ type kernelAttention struct {
 	// forward pass when the kernel reads squared distances (on rows64); the backward pass
 	// reuses them.
 	norms []float64
+	// mixShift and mixInv hold, per problem and query, a mixture's shift and factor on
+	// rowsMix32, and mixNorms per problem its squared norms, for the backward pass.
+	mixShift, mixInv []float64
+	mixNorms         []float32
 	// Gradients of every input computed ahead by the first backward call of a pass
 	// (gradGen == gen), which wrote its own input's (gradAt) into its dst.
 	grads                []*tensor.Dense
@@ -70,7 +74,7 @@ func resized[T float](x []T, n int) []T {
 // rowsMix32 for a MixturePairKernel32 whose components have float32 rows, else rows64.
 func (k *kernelAttention) rowsOf32(d tiledDims, acc *pairAcc) func() pairRows[float32] {
 	if k.mix32 != nil {
-		return func() pairRows[float32] { return newRowsMix32(&k.pairSpec, d, acc) }
+		return func() pairRows[float32] { return newRowsMix32(&k.pairSpec, d, acc, k.mixShift, k.mixInv, k.mixNorms) }
 	}
 	if k.k32 != nil {
 		return func() pairRows[float32] { return newRows32(k, d, acc) }
@@ -91,6 +95,12 @@ func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		}
 		if k.useDist && k.k32 == nil && k.mix32 == nil {
 			k.norms = resized(k.norms, d.n*(d.tq+d.tk))
+		}
+		if k.mix32 != nil {
+			k.mixShift, k.mixInv = resized(k.mixShift, d.n*d.tq), resized(k.mixInv, d.n*d.tq)
+			if k.useDist {
+				k.mixNorms = resized(k.mixNorms, d.n*(d.tq+d.tk))
+			}
 		}
 		kattnForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, out.Float32s(), k.rowsOf32(d, nil))
 	case Float64:

@@ -42,39 +42,67 @@ func mixComponents(kern PairKernel) []PairKernel32 {
 type mixComp struct {
 	kern      PairKernel32
 	direct    DirectPairKernel32 // non-nil: its values, not its scores
+	lin       LinearPairKernel32 // non-nil: its scores are a factor times its term
 	dot, dist bool               // the term it reads
 	radial    bool               // a DistancePairKernel32: the distance, not its square
-	x, e, g   []float32          // [Tk] its terms, its values exp(s − m), its gradients
+	x, e, g   []float32          // [Tk] its terms, its values (or shares), its score gradients
+	term      []float32          // the terms of the current row (x, or the dot products)
 	w         float32            // its weight softmax(θ)_l in the current problem
+	lw        float64            // log w
 }
 
-// rowsMix32 evaluates the rows of a mixture (MixturePairKernel32) in float32: per query,
-// each component's log-scores (or values) from its term, the shift m = the largest
-// log-score (at least 0 with a component of values), the mixture's values
-// Σ_l w_l·exp(s_l − m) normalised as a DirectPairKernel's are; the backward pass forms
-// them again and sends w_l·exp(s_l − m)/K̃ times the score gradients through each
-// component. The dot products stay in the op's buffer; the distances are formed from
-// them per component. TiledLocalMean's tiles use it too (tileValues, coefs).
+// rowsMix32 evaluates the rows of a mixture (MixturePairKernel32) in float32. The
+// forward pass forms, per query, each component's log-scores (or values) from its term,
+// the shift m = the largest log-score (at least 0 with a component of values), and the
+// mixture's values Σ_l w_l·exp(s_l − m), normalised as a DirectPairKernel's are; it
+// keeps the query's shift c = m and the inverse z of the normalised values' sum (its
+// weights are z·Σ_l w_l·exp(s_l − c)·exp(bias − max bias)). The backward pass forms each
+// component's share of the weights, q_l = z·w_l·exp(s_l − c)·exp(bias − max bias), for
+// every component but the last, whose score gradients are those of the whole row less
+// the others' (Σ_l q_l is the weight): one component's exponentials fewer than the
+// forward pass, and no division. The dot products stay in the op's buffer; the distances
+// are formed from them per component. TiledLocalMean's tiles use it too (tileValues,
+// coefs), with their log-normalisers as c and z = 1.
 type rowsMix32 struct {
-	k       *pairSpec
-	d       tiledDims
-	acc     *pairAcc
-	comps   []mixComp
-	eb      []float32 // exp(bias − max bias)
-	qq, kk  []float32 // the problem's squared norms
-	tot, iv []float32 // [Tk] the mixture's shifted values, and gs / them
-	cs      []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts
+	k      *pairSpec
+	d      tiledDims
+	acc    *pairAcc
+	comps  []mixComp
+	eb     []float32 // exp(bias − max bias)
+	qq, kk []float32 // the problem's squared norms
+	cs     []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts
+	norms  []float32 // [N·(Tq+Tk)] the problems' squared norms, or nil: formed per pass
+	shift  []float64 // [N·Tq] each query's shift c
+	inv    []float64 // [N·Tq] each query's factor z; nil: 1
+	sums   []float32 // [L] the components' Σ of score gradients in a row
+	rest   int       // the component whose score gradients are the row's less the others', or −1
+	pi     int       // the forward pass's problem
 }
 
-func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc) *rowsMix32 {
-	r := &rowsMix32{k: k, d: d, acc: acc, tot: make([]float32, d.tk), iv: make([]float32, d.tk)}
+// newRowsMix32 returns a worker's rows for the mixture of k; shift and inv hold the op's
+// shifts and factors, written by weights and read by coefs (inv nil: 1), and norms its
+// squared norms (nil: each pass forms its own).
+func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, norms []float32) *rowsMix32 {
+	r := &rowsMix32{k: k, d: d, acc: acc, shift: shift, inv: inv, norms: norms, sums: make([]float32, len(k.mix32))}
 	for _, c := range k.mix32 {
 		mc := mixComp{kern: c, x: make([]float32, d.tk), e: make([]float32, d.tk), g: make([]float32, d.tk)}
 		mc.direct, _ = c.(DirectPairKernel32)
+		mc.lin, _ = c.(LinearPairKernel32)
 		mc.dot, mc.dist = c.PairTerms()
 		_, mc.radial = c.(DistancePairKernel32)
 		mc.radial = mc.radial && mc.dist
 		r.comps = append(r.comps, mc)
+	}
+	// The last component whose log-score is linear in its term takes the row's score
+	// gradients less the others': their round-off, about ε·|gs|, is multiplied by a
+	// constant. A kernel whose ∂s/∂x grows without bound where its values vanish (the
+	// compact kernels at the edge of their support) would magnify it; with none linear,
+	// every component forms its own.
+	r.rest = -1
+	for l, c := range r.comps {
+		if c.lin != nil {
+			r.rest = l
+		}
 	}
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
@@ -85,8 +113,10 @@ func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc) *rowsMix32 {
 	return r
 }
 
-// start computes the problem's weights softmax(θ), squared norms and bias factors.
-func (r *rowsMix32) start(pr *problem[float32]) {
+// start computes the problem's weights softmax(θ), squared norms and bias factors; with
+// the op's norms, the forward pass (forward) keeps the squared norms of problem pi there
+// and the backward pass reads them.
+func (r *rowsMix32) start(pr *problem[float32], pi int, forward bool) {
 	mx := math.Inf(-1)
 	for _, a := range pr.theta {
 		mx = max(mx, a)
@@ -97,53 +127,81 @@ func (r *rowsMix32) start(pr *problem[float32]) {
 	}
 	lz := mx + math.Log(z)
 	for l := range r.comps {
-		r.comps[l].w = float32(math.Exp(pr.theta[l] - lz))
+		c := &r.comps[l]
+		c.lw = pr.theta[l] - lz
+		c.w = float32(math.Exp(c.lw))
 	}
 	if r.k.useDist {
-		sqNorms32(pr.q, r.d.tq, r.d.d, r.d.lq, r.qq)
-		sqNorms32(pr.k, r.d.tk, r.d.d, r.d.lq, r.kk)
+		if r.norms != nil {
+			nb := r.norms[pi*(r.d.tq+r.d.tk) : (pi+1)*(r.d.tq+r.d.tk)]
+			r.qq, r.kk = nb[:r.d.tq], nb[r.d.tq:]
+		}
+		if r.norms == nil || forward {
+			sqNorms32(pr.q, r.d.tq, r.d.d, r.d.lq, r.qq)
+			sqNorms32(pr.k, r.d.tk, r.d.d, r.d.lq, r.kk)
+		}
 	}
 	if pr.bias != nil {
 		r.eb = expBias32(pr.bias, r.eb)
 	}
 }
 
-func (r *rowsMix32) begin(pr *problem[float32], _ int) { r.start(pr) }
+func (r *rowsMix32) begin(pr *problem[float32], pi int) {
+	r.start(pr, pi, true)
+	r.pi = pi
+}
 
-func (r *rowsMix32) beginGrads(pr *problem[float32], _ int) {
-	r.start(pr)
+func (r *rowsMix32) beginGrads(pr *problem[float32], pi int) {
+	r.start(pr, pi, false)
 	clear(r.cs)
 }
 
-// values sets each component's e to exp(s_l − m) (its values times exp(−m) for a
-// component of values) for query t and the n keys from c0, 0 for the keys it does not
-// see (outside lo..hi−1, itself for a hollow mask, those the key mask hides), tot to the
-// mixture's Σ_l w_l e_l, and returns m, the largest log-score of a key it sees (at least 0
-// beside a component of values); false when a score is NaN or +Inf.
-func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, c0, n, lo, hi, self int) (float32, bool) {
+// terms sets c.term to the term component c reads of query t's pairs with the n keys
+// from c0, from their dot products drow: drow itself, or the (squared) distances in c.x,
+// or zeros there when it reads none.
+func (r *rowsMix32) terms(c *mixComp, drow []float32, t, c0, n int) {
+	x := c.x[:n]
+	switch {
+	case c.radial:
+		vmath.Dist(x, drow, r.qq[t], r.kk[c0:c0+n])
+	case c.dist:
+		vmath.SqDist(x, drow, r.qq[t], r.kk[c0:c0+n])
+	case c.dot:
+		x = drow[:n]
+	default:
+		clear(x)
+	}
+	c.term = x
+}
+
+// values sets dst[:n] to the mixture's values Σ_l w_l·exp(s_l − m) of query t and the n
+// keys from c0 (a component of values gives w_l·K_l·exp(−m)), 0 for the keys it does not
+// see (outside lo..hi−1, itself for a hollow mask, those the key mask hides), and returns
+// m, the largest log-score of a key it sees (at least 0 beside a component of values);
+// false when a score is NaN or +Inf. The first component's row is dst itself.
+func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, lo, hi, self int) (float32, bool) {
 	h := float32(pr.bandwidth(t))
 	m := float32(math.Inf(-1))
+	// Every key in the row is seen: nothing to hide before the largest score.
+	all := pr.km == nil && lo == c0 && hi == c0+n && (self < lo || self >= hi)
 	for l := range r.comps {
 		c := &r.comps[l]
-		x := c.x[:n]
-		switch {
-		case c.radial:
-			vmath.Dist(x, drow, r.qq[t], r.kk[c0:c0+n])
-		case c.dist:
-			vmath.SqDist(x, drow, r.qq[t], r.kk[c0:c0+n])
-		case c.dot:
-			copy(x, drow)
-		default:
-			clear(x)
-		}
 		e := c.e[:n]
+		if l == 0 {
+			e = dst[:n]
+		}
+		r.terms(c, drow, t, c0, n)
+		if c.lin != nil && all {
+			m = max(m, vmath.ScaleMax(e, c.term, c.lin.PairFactor32(h))) // NaN wins
+			continue
+		}
 		if c.direct != nil {
-			c.direct.PairValues32(e, x, h)
+			c.direct.PairValues32(e, c.term, h)
 			hideOutside(e, 0, pr.km, c0, lo, hi, self)
 			m = max(m, 0)
 			continue
 		}
-		c.kern.PairScores32(e, x, h)
+		c.kern.PairScores32(e, c.term, h)
 		hideOutside(e, float32(math.Inf(-1)), pr.km, c0, lo, hi, self)
 		m = max(m, vmath.Max(e))
 	}
@@ -153,37 +211,50 @@ func (r *rowsMix32) values(pr *problem[float32], drow []float32, t, c0, n, lo, h
 	if math.IsInf(float64(m), -1) {
 		m = 0
 	}
-	tot := r.tot[:n]
-	clear(tot)
 	for l := range r.comps {
 		c := &r.comps[l]
 		e := c.e[:n]
-		if c.direct != nil {
-			vmath.Scale(e, vmath.Exp32(-m))
-		} else {
-			vmath.ExpShiftSum(e, m)
+		if l == 0 {
+			e = dst[:n]
 		}
-		vmath.AddScaled(tot, e, c.w)
+		if c.direct != nil {
+			vmath.Scale(e, c.w*vmath.Exp32(-m))
+		} else {
+			vmath.ExpShiftSum(e, float32(float64(m)-c.lw))
+		}
+		if l > 0 {
+			vmath.Add(dst[:n], e)
+		}
 	}
 	return m, true
 }
 
 func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
 	k := r.k
+	i := r.pi*r.d.tq + t
 	lo, hi, self, ok := visibleRow(k.mask, row, t, clo, chi)
 	if !ok {
+		r.shift[i] = math.Inf(-1)
 		return
 	}
 	w := row[lo:hi]
-	if _, ok := r.values(pr, drow, t, lo, hi-lo, lo, hi, self); !ok {
+	m, ok := r.values(pr, w, drow, t, lo, hi-lo, lo, hi, self)
+	if !ok {
 		fillNaN(w)
+		r.shift[i] = math.NaN()
 		return
 	}
-	copy(w, r.tot[:hi-lo])
 	if pr.bias != nil {
 		mulBias(k, w, r.eb, t, lo)
 	}
-	normaliseValues32(w)
+	switch sum := normaliseValues32(w); {
+	case math.IsNaN(sum) || math.IsInf(sum, 0):
+		r.shift[i] = math.NaN()
+	case sum == 0:
+		r.shift[i] = math.Inf(-1)
+	default:
+		r.shift[i], r.inv[i] = float64(m), float64(float32(1/sum))
+	}
 }
 
 // tileValues sets s[:c1−c0] to the values of query t and keys c0..c1−1 that values
@@ -199,64 +270,115 @@ func (r *rowsMix32) tileValues(pr *problem[float32], s, drow []float32, t, c0, c
 		clear(s)
 		return 0, true
 	}
-	m, ok := r.values(pr, drow, t, c0, w, lo, hi, self)
+	m, ok := r.values(pr, s, drow, t, c0, w, lo, hi, self)
 	if !ok {
 		return m, false
 	}
-	copy(s, r.tot[:w])
 	if pr.bias != nil {
 		mulBias(r.k, s, r.eb, t, c0)
 	}
 	return m, true
 }
 
+// share sets c.e[:n] to component c's share of query t's weights of the n keys from lo
+// but for a factor, which it returns: z for exp(s_l − c + log w_l), or z·w_l·exp(−c) for
+// a component of values, whose share is then K_l; times exp(bias − max bias), 0 for the
+// keys it does not see (lo..hi within the visible ones vlo..vhi−1); from the terms in
+// c.term.
+func (r *rowsMix32) share(pr *problem[float32], c *mixComp, shift, z float64, h float32, t, lo, n, vlo, vhi, self int) float32 {
+	e := c.e[:n]
+	f := z
+	var fv float64
+	if c.direct != nil {
+		fv = z * float64(c.w) * math.Exp(-shift)
+	}
+	switch {
+	case c.lin != nil:
+		vmath.ExpScaleShiftSum(e, c.term, c.lin.PairFactor32(h), float32(shift-c.lw))
+		hideOutside(e, 0, pr.km, lo, vlo, vhi, self)
+	case c.direct != nil && fv <= math.MaxFloat32:
+		c.direct.PairValues32(e, c.term, h)
+		hideOutside(e, 0, pr.km, lo, vlo, vhi, self)
+		f = fv
+	default: // a component of scores, or values whose factor overflows: from the scores
+		c.kern.PairScores32(e, c.term, h)
+		hideOutside(e, float32(math.Inf(-1)), pr.km, lo, vlo, vhi, self)
+		vmath.ExpShiftSum(e, float32(shift-c.lw))
+	}
+	if pr.bias != nil {
+		mulBias(r.k, e, r.eb, t, lo)
+	}
+	return float32(f)
+}
+
 func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta float64, t, lo, hi, pi int) float64 {
 	k := r.k
 	n := hi - lo
-	vmath.ScoreGrad(cv, prow, float32(delta), 1) // the score gradients w ⊙ (dm·vᵀ − δ)
+	shift, z := r.shift[pi*r.d.tq+t], 1.0
+	if r.inv != nil {
+		z = r.inv[pi*r.d.tq+t]
+	}
+	switch {
+	case math.IsInf(shift, -1): // the query sees no key: its weights are 0
+		clear(cv)
+		return 0
+	case math.IsNaN(shift) || math.IsInf(shift, 1):
+		fillNaN(cv)
+		return math.NaN()
+	}
+	vlo, vhi, self := k.mask.visible(t, r.d.tk)
+	vlo, vhi = max(vlo, lo), min(vhi, hi)
+	h := float32(pr.bandwidth(t))
+	// g_l = q_l ⊙ (dm·vᵀ − δ) and its sum, before cv becomes the row's score gradients,
+	// for every component but r.rest.
+	var others float32 // Σ_{l≠rest} Σ g_l
+	for l := range r.comps {
+		if l == r.rest {
+			continue
+		}
+		c := &r.comps[l]
+		r.terms(c, drow, t, lo, n)
+		f := r.share(pr, c, shift, z, h, t, lo, n, vlo, vhi, self)
+		r.sums[l] = vmath.ScoreGradSum(c.g[:n], cv, c.e[:n], float32(delta), f)
+		others += r.sums[l]
+	}
+	sg := vmath.ScoreGradSum(cv, cv, prow, float32(delta), 1) // the score gradients w ⊙ (dm·vᵀ − δ)
 	if r.acc.biasParts != nil {
 		bw := 2*k.biasM + 1
 		addBiasGrads(k, r.acc.biasParts[pi*bw:(pi+1)*bw], cv, t, lo)
 	}
-	vlo, vhi, self := k.mask.visible(t, r.d.tk)
-	if _, ok := r.values(pr, drow, t, lo, n, max(vlo, lo), min(vhi, hi), self); !ok {
-		fillNaN(cv)
-		return math.NaN()
+	var gh, rowD2 float64
+	if r.rest >= 0 { // r.rest's score gradients: the row's less the others', in cv
+		for l := range r.comps {
+			if l != r.rest {
+				vmath.AddScaled(cv, r.comps[l].g[:n], -1)
+			}
+		}
+		r.sums[r.rest] = sg - others
+		c := &r.comps[r.rest]
+		r.terms(c, drow, t, lo, n)
+		gh, rowD2 = r.compGrads(c, cv, h, lo, hi)
+		if !c.dot && !c.dist {
+			clear(cv)
+		}
+	} else {
+		clear(cv)
 	}
-	// iv = gs / K̃ (0 where gs or K̃ is 0): gs·r_l = w_l·e_l·iv.
-	iv, tot := r.iv[:n], r.tot[:n]
-	for j, g := range cv {
-		if g == 0 || tot[j] == 0 {
-			iv[j] = 0
+	if r.acc.thetaParts != nil { // ∂L/∂θ_l = Σ g_l − w_l·Σ gs
+		th := r.acc.thetaParts[pi*len(r.comps):]
+		for l := range r.comps {
+			th[l] += float64(r.sums[l]) - float64(r.comps[l].w)*float64(sg)
+		}
+	}
+	for l := range r.comps {
+		if l == r.rest {
 			continue
 		}
-		iv[j] = g / tot[j]
-	}
-	var sg float64
-	if r.acc.thetaParts != nil {
-		sg = vmath.Sum64(cv)
-	}
-	clear(cv)
-	h := float32(pr.bandwidth(t))
-	var gh, rowD2 float64
-	for l := range r.comps {
 		c := &r.comps[l]
-		g, e := c.g[:n], c.e[:n]
-		for j, v := range e {
-			g[j] = c.w * v * iv[j]
-		}
-		if r.acc.thetaParts != nil {
-			r.acc.thetaParts[pi*len(r.comps)+l] += vmath.Sum64(g) - float64(c.w)*sg
-		}
-		gh += c.kern.PairGrads32(g, c.x[:n], h)
-		switch {
-		case c.dist:
-			if c.radial {
-				vmath.DistGrad(g, c.x[:n])
-			}
-			rowD2 += float64(vmath.AddSumScale(g, r.cs[lo:hi], -2))
-			vmath.Add(cv, g)
-		case c.dot:
+		g := c.g[:n]
+		ghl, d2 := r.compGrads(c, g, h, lo, hi)
+		gh, rowD2 = gh+ghl, rowD2+d2
+		if c.dot || c.dist {
 			vmath.Add(cv, g)
 		}
 	}
@@ -264,6 +386,20 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		r.acc.hRows[pi*r.d.tq+t] += gh
 	}
 	return rowD2
+}
+
+// compGrads turns component c's score gradients g (of keys lo..hi−1) into the
+// coefficients of the dot products, in place: g·∂s/∂dot, or −2·∂L/∂d² with ∂L/∂d² added
+// into the keys' sums; it returns the bandwidth's share and the row's Σ ∂L/∂d².
+func (r *rowsMix32) compGrads(c *mixComp, g []float32, h float32, lo, hi int) (gh, rowD2 float64) {
+	gh = c.kern.PairGrads32(g, c.term, h)
+	if c.dist {
+		if c.radial {
+			vmath.DistGrad(g, c.term)
+		}
+		rowD2 = float64(vmath.AddSumScale(g, r.cs[lo:hi], -2))
+	}
+	return gh, rowD2
 }
 
 func (r *rowsMix32) endGrads(pr *problem[float32], dk []float32) {

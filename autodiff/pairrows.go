@@ -25,6 +25,16 @@ type PairKernel32 interface {
 	PairGrads32(g, x []float32, h float32) (gh float64)
 }
 
+// LinearPairKernel32 is a PairKernel32 whose log-score is a factor c(h) times its pair
+// term (PairScores32 sets s = c(h)·x with Scale32): KernelAttention's mixtures fold the
+// factor into their vector loops (the largest score with the products, the
+// exponentials with the factor) instead of a pass of its own.
+type LinearPairKernel32 interface {
+	PairKernel32
+	// PairFactor32 returns c(h), the factor PairScores32 multiplies by.
+	PairFactor32(h float32) float32
+}
+
 // DirectPairKernel32 is a DirectPairKernel with float32 rows: KernelAttention's float32
 // runs normalise its values as DirectPairKernel's do.
 type DirectPairKernel32 interface {
@@ -50,6 +60,11 @@ type DistancePairKernel32 interface {
 // vector loops where the CPU has them (the same result on every path): PairGrads32 of a
 // kernel whose log-score is c times its pair term, Σ g·x giving the bandwidth's share.
 func ScaleDot32(g, x []float32, c float32) float64 { return float64(vmath.ScaleDot(g, x, c)) }
+
+// Scale32 sets dst[i] = c·x[i] on vector loops where the CPU has them (the same result
+// on every path), dst no longer than x: PairScores32 of a kernel whose log-score is c
+// times its pair term. dst may be x.
+func Scale32(dst, x []float32, c float32) { vmath.ScaleTo(dst, x, c) }
 
 // pairAcc holds a backward pass's parts of the parameter gradients, per problem (or per
 // problem and query row), reduced by pairParamGrads: nil where the input is absent.
@@ -276,8 +291,9 @@ func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi 
 	normaliseValues32(w)
 }
 
-// normaliseValues32 is normaliseValues in place on float32, on vector loops.
-func normaliseValues32(w []float32) {
+// normaliseValues32 is normaliseValues in place on float32, on vector loops; it returns
+// the values' sum.
+func normaliseValues32(w []float32) float64 {
 	sum := vmath.Sum64(w)
 	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
@@ -287,6 +303,7 @@ func normaliseValues32(w []float32) {
 	default:
 		vmath.ScaleFlush(w, float32(1/sum))
 	}
+	return sum
 }
 
 func (r *rows32) beginGrads(*problem[float32], int) {

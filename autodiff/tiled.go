@@ -634,15 +634,15 @@ type tile32 struct {
 
 // newTile32 returns the float32 views of a worker's scratch when the tiles run on float32
 // rows (a PairKernel32 or a mixture of them, in a float32 run), else nil; acc takes a
-// mixture's parameter gradients in the backward pass.
-func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T], acc *pairAcc) *tile32 {
+// mixture's parameter gradients in the backward pass, from the log-normalisers lse.
+func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T], acc *pairAcc, lse []float64) *tile32 {
 	p, ok := any(sc.p).([]float32)
 	if !ok || (k.k32 == nil && k.mix32 == nil) {
 		return nil
 	}
 	r := &tile32{p: p, dots: any(sc.dots).([]float32), c: any(sc.c).([]float32), acc: any(sc.acc).([]float32)}
 	if k.mix32 != nil {
-		r.mix = newRowsMix32(k, d, acc)
+		r.mix = newRowsMix32(k, d, acc, lse, nil, nil)
 		return r
 	}
 	if k.useDist {
@@ -655,7 +655,7 @@ func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T], acc *pairA
 // mixture's weights, norms and bias factors, and in the backward pass its sums cleared).
 func (r *tile32) start(k *pairSpec, d tiledDims, pr any) {
 	if r.mix != nil {
-		r.mix.beginGrads(pr.(*problem[float32]), 0)
+		r.mix.beginGrads(pr.(*problem[float32]), 0) // norms nil: formed here
 		return
 	}
 	if k.useDist {
@@ -677,7 +677,7 @@ func (r *tile32) keyNorms() []float32 {
 func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledArgs[T], out []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
 		sc := newTileScratch[T](d)
-		r32 := newTile32(&k.pairSpec, d, sc, nil)
+		r32 := newTile32(&k.pairSpec, d, sc, nil, nil)
 		mx := make([]float64, tileRows)
 		ell := make([]float64, tileRows)
 		bad := make([]bool, tileRows)
@@ -850,7 +850,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 	}
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		sc := newTileScratch[T](d)
-		r32 := newTile32(&k.pairSpec, d, sc, &pairAcc{hRows: hRows, biasParts: biasParts, thetaParts: thetaParts})
+		r32 := newTile32(&k.pairSpec, d, sc, &pairAcc{hRows: hRows, biasParts: biasParts, thetaParts: thetaParts}, k.lse)
 		delta := make([]float64, tileRows)
 		rs := make([]float64, tileRows)
 		cs := make([]float64, d.tk)

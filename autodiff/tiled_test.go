@@ -28,9 +28,13 @@ func (testExp) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64) flo
 	return gh
 }
 
+// testExp and testLaplace are LinearPairKernel32s (their scores a factor times the term),
+// testGauss is not: mixtures of them run both of rowsMix32's paths.
+func (testExp) PairFactor32(h float32) float32 { return 1 / h }
 func (testExp) PairScores32(s, x []float32, h float32) {
+	c := testExp{}.PairFactor32(h)
 	for j, v := range x {
-		s[j] = v / h
+		s[j] = c * v
 	}
 }
 func (testExp) PairGrads32(g, x []float32, h float32) float64 {
@@ -158,10 +162,12 @@ func (testLaplace) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) f
 	}
 	return gh
 }
-func (testLaplace) PairDistance32() {}
+func (testLaplace) PairDistance32()                {}
+func (testLaplace) PairFactor32(h float32) float32 { return -1 / h }
 func (testLaplace) PairScores32(s, r []float32, h float32) {
+	c := testLaplace{}.PairFactor32(h)
 	for j, v := range r {
-		s[j] = -v / h
+		s[j] = c * v
 	}
 }
 func (testLaplace) PairGrads32(g, r []float32, h float32) float64 {

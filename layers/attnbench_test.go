@@ -34,6 +34,7 @@ func BenchmarkAttentionKernels(b *testing.B) {
 		{"cauchy", BandwidthFixed}, {"epanechnikov", BandwidthFixed}, {"tricube", BandwidthFixed},
 		{"uniform", BandwidthFixed}, {"gaussian * window(8)", BandwidthFixed}, {"laplacian * relbias(4)", BandwidthFixed},
 		{"exponential", BandwidthHead}, {"gaussian", BandwidthHead},
+		{"mixture(exponential, laplacian)", BandwidthFixed}, {"mixture(gaussian, cauchy)", BandwidthFixed},
 	} {
 		b.Run(c.name+"/"+c.mode.String(), func(b *testing.B) {
 			ps, _ := autodiff.NewParams(autodiff.Float32, 0)

@@ -67,13 +67,13 @@ func (Exponential) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64)
 	return gh / (h * h)
 }
 
+// PairFactor32 returns 1/h, the factor of the dot product in the log-score
+// (autodiff.LinearPairKernel32).
+func (Exponential) PairFactor32(h float32) float32 { return 1 / h }
+
 // PairScores32 sets s = q·k / h from the terms x (autodiff.PairKernel32; s may be x).
 func (Exponential) PairScores32(s, x []float32, h float32) {
-	s = s[:len(x)]
-	c := 1 / h
-	for j, v := range x {
-		s[j] = v * c
-	}
+	autodiff.Scale32(s[:len(x)], x, Exponential{}.PairFactor32(h))
 }
 
 // PairGrads32 is PairGrads in float32, in place.

@@ -61,14 +61,14 @@ func (Gaussian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) floa
 	return gh / (h * h * h)
 }
 
+// PairFactor32 returns −1/(2h²), the factor of the squared distance in the log-score
+// (autodiff.LinearPairKernel32).
+func (Gaussian) PairFactor32(h float32) float32 { return -1 / (2 * h * h) }
+
 // PairScores32 sets s = −‖q − k‖² / (2h²) from the terms x (autodiff.PairKernel32; s may
 // be x).
 func (Gaussian) PairScores32(s, x []float32, h float32) {
-	s = s[:len(x)]
-	c := -1 / (2 * h * h)
-	for j, v := range x {
-		s[j] = c * v
-	}
+	autodiff.Scale32(s[:len(x)], x, Gaussian{}.PairFactor32(h))
 }
 
 // PairGrads32 is PairGrads in float32, in place.

@@ -74,13 +74,13 @@ func (Laplacian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) flo
 // (autodiff.DistancePairKernel32).
 func (Laplacian) PairDistance32() {}
 
+// PairFactor32 returns −1/h, the factor of the distance in the log-score
+// (autodiff.LinearPairKernel32).
+func (Laplacian) PairFactor32(h float32) float32 { return -1 / h }
+
 // PairScores32 sets s = −r / h from the distances r (autodiff.PairKernel32; s may be r).
 func (Laplacian) PairScores32(s, r []float32, h float32) {
-	s = s[:len(r)]
-	c := -1 / h
-	for j, v := range r {
-		s[j] = c * v
-	}
+	autodiff.Scale32(s[:len(r)], r, Laplacian{}.PairFactor32(h))
 }
 
 // PairGrads32 sets g = g·∂s/∂r = −g / h and returns Σ g·∂s/∂h = Σ g·r / h².

@@ -28,6 +28,22 @@ func Max(x []float32) float32 {
 	return max(max(m0, m1), max(m2, m3))
 }
 
+// ScaleMax sets dst[i] = c·x[i] and returns the largest, NaN when one is NaN (Max's
+// rule), −Inf for none; x must be at least as long as dst, and dst may be x.
+func ScaleMax(dst, x []float32, c float32) float32 {
+	x = x[:len(dst)]
+	if hasAVX2 && len(dst) > 0 {
+		return scaleMaxAVX2(&dst[0], &x[0], len(dst), c)
+	}
+	m := float32(math.Inf(-1))
+	for i, v := range x {
+		v *= c
+		dst[i] = v
+		m = max(m, v) // NaN wins
+	}
+	return m
+}
+
 // Add sets dst[i] += x[i] for i < len(dst) (x must be as long).
 func Add(dst, x []float32) {
 	x = x[:len(dst)]
@@ -44,16 +60,20 @@ func Add(dst, x []float32) {
 }
 
 // Scale sets x[i] = a·x[i].
-func Scale(x []float32, a float32) {
+func Scale(x []float32, a float32) { ScaleTo(x, x, a) }
+
+// ScaleTo sets dst[i] = a·x[i]; x must be at least as long as dst (dst may be x).
+func ScaleTo(dst, x []float32, a float32) {
+	x = x[:len(dst)]
 	n := 0
 	if hasAVX2 {
-		n = len(x) &^ 7
+		n = len(dst) &^ 7
 		if n > 0 {
-			scaleAVX2(&x[0], n, a)
+			scaleToAVX2(&dst[0], &x[0], n, a)
 		}
 	}
-	for i := n; i < len(x); i++ {
-		x[i] *= a
+	for i := n; i < len(dst); i++ {
+		dst[i] = a * x[i]
 	}
 }
 

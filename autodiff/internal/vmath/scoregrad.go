@@ -18,3 +18,20 @@ func ScoreGrad(d, p []float32, delta, scale float32) {
 		d[i] = scale * p[i] * (d[i] - delta)
 	}
 }
+
+// ScoreGradSum sets dst[i] = (scale·p[i])·(d[i] − delta) with ScoreGrad's roundings (dst
+// may be d) and returns Σ dst[i] in ScaleDot's lanes (element i in lane i mod 8, then
+// lanes8): the same result on every path; d and p must be at least as long as dst.
+func ScoreGradSum(dst, d, p []float32, delta, scale float32) float32 {
+	d, p = d[:len(dst)], p[:len(dst)]
+	if hasAVX2 && len(dst) > 0 {
+		return scoreGradSumAVX2(&dst[0], &d[0], &p[0], len(dst), delta, scale)
+	}
+	var s [8]float32
+	for i := range dst {
+		v := float32(scale * p[i] * (d[i] - delta)) // rounded: no fused multiply-add into s
+		dst[i] = v
+		s[i&7] += v
+	}
+	return lanes8(&s)
+}

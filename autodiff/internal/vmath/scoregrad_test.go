@@ -30,3 +30,63 @@ func TestScoreGrad(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreGradSum checks ScoreGradSum on both paths against its scalar definition (the
+// values ScoreGrad gives, their sum with element i in lane i mod 8, then lanes8), bit
+// for bit, into another slice and in place, at lengths around the vector width.
+func TestScoreGradSum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64, 100} {
+			p, d0 := elemInput(rng, n), elemInput(rng, n)
+			for _, c := range []struct{ delta, scale float32 }{{0.37, 0.25}, {-1.5, 0.7}, {float32(math.Inf(1)), 1}} {
+				want := make([]float32, n)
+				var s [8]float32
+				for i := range want {
+					want[i] = c.scale * p[i] * (d0[i] - c.delta)
+					s[i&7] += want[i]
+				}
+				wantSum := lanes8(&s)
+				for _, inPlace := range []bool{false, true} {
+					d := append([]float32(nil), d0...)
+					dst := make([]float32, n)
+					if inPlace {
+						dst = d
+					}
+					got := ScoreGradSum(dst, d, p, c.delta, c.scale)
+					if i := sameBits(dst, want); i >= 0 {
+						t.Fatalf("avx2=%v n=%d delta %v in place %v: dst[%d] = %v, want %v", avx, n, c.delta, inPlace, i, dst[i], want[i])
+					}
+					if math.Float32bits(got) != math.Float32bits(wantSum) && !(got != got && wantSum != wantSum) {
+						t.Fatalf("avx2=%v n=%d delta %v in place %v: sum %v, want %v", avx, n, c.delta, inPlace, got, wantSum)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestScaleTo checks ScaleTo on both paths against a·x, bit for bit, into another slice
+// and in place (Scale).
+func TestScaleTo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 17, 33, 100} {
+			x := elemInput(rng, n)
+			const a = -0.3
+			want := make([]float32, n)
+			for i := range want {
+				want[i] = a * x[i]
+			}
+			dst := make([]float32, n)
+			ScaleTo(dst, x, a)
+			if i := sameBits(dst, want); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: ScaleTo [%d] = %v, want %v", avx, n, i, dst[i], want[i])
+			}
+			Scale(x, a)
+			if i := sameBits(x, want); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: Scale [%d] = %v, want %v", avx, n, i, x[i], want[i])
+			}
+		}
+	})
+}

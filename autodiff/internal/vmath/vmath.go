@@ -39,25 +39,27 @@ const expFloor = -87.33654
 // ExpShiftSum sets x[i] = exp(x[i] − shift), exactly 0 where x[i] − shift is below
 // expFloor (−Inf included) or NaN, and returns Σ x[i] in a fixed order: eight partial
 // sums, partial j over the elements i ≡ j (mod 8), combined pairwise.
-func ExpShiftSum(x []float32, shift float32) float32 {
-	var s [8]float32
+func ExpShiftSum(x []float32, shift float32) float32 { return ExpScaleShiftSum(x, x, 1, shift) }
+
+// ExpScaleShiftSum sets dst[i] = exp(c·x[i] − shift), the product and the difference
+// each rounded to float32, as ExpShiftSum does with its flush to 0, and returns their
+// sum in ExpShiftSum's order: the same result on every path. dst may be x; x must be at
+// least as long as dst.
+func ExpScaleShiftSum(dst, x []float32, c, shift float32) float32 {
+	x = x[:len(dst)]
 	if hasAVX2 {
-		if len(x) > 0 {
-			expShiftSumAVX2(&x[0], len(x), shift, &s)
+		if len(dst) == 0 {
+			return 0
 		}
-	} else {
-		for i, v := range x {
-			v = expFlush(v - shift)
-			x[i] = v
-			s[i&7] += v
-		}
+		return expScaleShiftSumAVX2(&dst[0], &x[0], len(dst), c, shift)
 	}
-	for w := 4; w >= 1; w /= 2 {
-		for j := range w {
-			s[j] += s[j+w]
-		}
+	var s [8]float32
+	for i, v := range x {
+		v = expFlush(float32(c*v) - shift)
+		dst[i] = v
+		s[i&7] += v
 	}
-	return s[0]
+	return lanes8(&s)
 }
 
 // expFlush is Exp32 with 0 below the clamp (and for NaN).

@@ -12,7 +12,7 @@ import (
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && simd.Allows(simd.AVX2)
 
 //go:noescape
-func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
+func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32) float32
 
 //go:noescape
 func geluTanhAVX2(x, s, y *float32, n int)
@@ -36,7 +36,10 @@ func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64)
 func maxAVX2(x *float32, n int, m *[8]float32) bool
 
 //go:noescape
-func scaleAVX2(x *float32, n int, a float32)
+func scaleMaxAVX2(dst, x *float32, n int, c float32) float32
+
+//go:noescape
+func scaleToAVX2(dst, x *float32, n int, a float32)
 
 //go:noescape
 func shiftAVX2(x *float32, n int, a float32)
@@ -52,6 +55,9 @@ func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32)
 
 //go:noescape
 func scaleDotAVX2(gr, x *float32, n int, c float32) float32
+
+//go:noescape
+func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32
 
 //go:noescape
 func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32

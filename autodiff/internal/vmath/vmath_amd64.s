@@ -192,48 +192,6 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 	SUBQ DX, AX \
 	VMOVUPS (AX), Y4
 
-// func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32)
-// x[i] = exp(x[i] − shift) in place, 0 where x[i] − shift < C_lo or is NaN, and
-// s[j] = Σ x[i] over i ≡ j (mod 8); n > 0. The last n mod 8 elements go through masked
-// loads and stores.
-TEXT ·expShiftSumAVX2(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), SI
-	MOVQ n+8(FP), CX
-	VBROADCASTSS shift+16(FP), Y7
-	MOVQ s+24(FP), DI
-	VXORPS Y6, Y6, Y6
-	MOVQ CX, DX
-	ANDQ $7, DX
-	SHRQ $3, CX
-	JZ   etail
-eloop:
-	VMOVUPS (SI), Y0
-	VSUBPS Y7, Y0, Y0
-	VCMPPS $0x1d, C_lo, Y0, Y5 // Y5 = Y0 ≥ C_lo (ordered: false for NaN)
-	EXP8
-	VANDPS Y5, Y0, Y0
-	VMOVUPS Y0, (SI)
-	VADDPS Y0, Y6, Y6
-	ADDQ $32, SI
-	DECQ CX
-	JNZ  eloop
-etail:
-	TESTQ DX, DX
-	JZ   edone
-	TAILMASK
-	VMASKMOVPS (SI), Y4, Y0
-	VSUBPS Y7, Y0, Y0
-	VCMPPS $0x1d, C_lo, Y0, Y5
-	VANDPS Y4, Y5, Y5 // and only the tail's lanes
-	EXP8
-	VANDPS Y5, Y0, Y0
-	VMASKMOVPS Y0, Y4, (SI)
-	VADDPS Y0, Y6, Y6
-edone:
-	VMOVUPS Y6, (DI)
-	VZEROUPPER
-	RET
-
 // LANES8 adds the eight lanes of Y6 as vmath.lanes8 does (j + 4, then j + 2, then
 // j + 1) and leaves the total in the low lane of X6.
 #define LANES8 \
@@ -243,6 +201,53 @@ edone:
 	VADDPS       X1, X6, X6 \
 	VMOVSHDUP    X6, X1 \
 	VADDSS       X1, X6, X6
+
+// func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32) float32
+// dst[i] = exp(c·x[i] − shift) (the product and the difference each rounded), 0 where
+// c·x[i] − shift < C_lo or is NaN, and returns Σ dst[i] with i in lane i mod 8, then
+// LANES8; n > 0; dst may be x. The last n mod 8 elements go through masked loads and
+// stores.
+TEXT ·expScaleShiftSumAVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y8
+	VBROADCASTSS shift+28(FP), Y7
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   etail
+eloop:
+	VMULPS (SI), Y8, Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5 // Y5 = Y0 ≥ C_lo (ordered: false for NaN)
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS Y0, Y6, Y6
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  eloop
+etail:
+	TESTQ DX, DX
+	JZ   edone
+	TAILMASK
+	VMASKMOVPS (SI), Y4, Y0
+	VMULPS Y8, Y0, Y0
+	VSUBPS Y7, Y0, Y0
+	VCMPPS $0x1d, C_lo, Y0, Y5
+	VANDPS Y4, Y5, Y5 // and only the tail's lanes
+	EXP8
+	VANDPS Y5, Y0, Y0
+	VMASKMOVPS Y0, Y4, (DI)
+	VADDPS Y0, Y6, Y6
+edone:
+	LANES8
+	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
 
 // func scaleDotAVX2(gr, x *float32, n int, c float32) float32
 // Σ gr[i]·x[i] with i in lane i mod 8, then LANES8, and gr[i] = c·gr[i] for i < n &^ 7
@@ -278,6 +283,52 @@ sdtail:
 sddone:
 	LANES8
 	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32
+// dst[i] = (scale·p[i])·(d[i] − delta) (scoreGradAVX2's roundings) and Σ dst[i] in
+// scaleDotAVX2's lanes and order; n > 0. The last n mod 8 elements go through masked
+// loads and stores, their lanes masked out of the sum.
+TEXT ·scoreGradSumAVX2(SB), NOSPLIT, $0-44
+	MOVQ dst+0(FP), DI
+	MOVQ d+8(FP), SI
+	MOVQ p+16(FP), BX
+	MOVQ n+24(FP), CX
+	VBROADCASTSS delta+32(FP), Y2
+	VBROADCASTSS scale+36(FP), Y3
+	VXORPS Y6, Y6, Y6
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   sgtail
+sgloop:
+	VMULPS (BX), Y3, Y0
+	VMOVUPS (SI), Y1
+	VSUBPS Y2, Y1, Y1
+	VMULPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS Y0, Y6, Y6
+	ADDQ $32, BX
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  sgloop
+sgtail:
+	TESTQ DX, DX
+	JZ   sgdone
+	TAILMASK
+	VMASKMOVPS (BX), Y4, Y0
+	VMULPS Y0, Y3, Y0
+	VMASKMOVPS (SI), Y4, Y1
+	VSUBPS Y2, Y1, Y1
+	VMULPS Y1, Y0, Y0
+	VMASKMOVPS Y0, Y4, (DI)
+	VANDPS Y4, Y0, Y0
+	VADDPS Y0, Y6, Y6
+sgdone:
+	LANES8
+	VMOVSS X6, ret+40(FP)
 	VZEROUPPER
 	RET
 
@@ -353,16 +404,73 @@ mdone:
 	VZEROUPPER
 	RET
 
-// func scaleAVX2(x *float32, n int, a float32)
-// x[i] = a·x[i]; n is a positive multiple of 8.
-TEXT ·scaleAVX2(SB), NOSPLIT, $0-20
-	MOVQ x+0(FP), SI
-	MOVQ n+8(FP), CX
-	VBROADCASTSS a+16(FP), Y1
+// func scaleMaxAVX2(dst, x *float32, n int, c float32) float32
+// dst[i] = c·x[i] and returns the largest, NaN when one is NaN; n > 0. The last n mod 8
+// elements go through masked loads and stores, the other lanes −Inf for the maximum.
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y8
+	MOVL $0xff800000, AX // −Inf
+	MOVL AX, X5
+	VBROADCASTSS X5, Y5
+	VMOVAPS Y5, Y0
+	VXORPS Y3, Y3, Y3
+	MOVQ CX, DX
+	ANDQ $7, DX
+	SHRQ $3, CX
+	JZ   smtail
+smloop:
+	VMULPS (SI), Y8, Y1
+	VMOVUPS Y1, (DI)
+	VCMPPS $3, Y1, Y1, Y2 // unordered: the NaN lanes
+	VORPS Y2, Y3, Y3
+	VMAXPS Y1, Y0, Y0
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ  smloop
+smtail:
+	TESTQ DX, DX
+	JZ   smdone
+	TAILMASK
+	VMASKMOVPS (SI), Y4, Y1
+	VMULPS Y8, Y1, Y1
+	VMASKMOVPS Y1, Y4, (DI)
+	VBLENDVPS Y4, Y1, Y5, Y1 // the tail's lanes, −Inf in the others
+	VCMPPS $3, Y1, Y1, Y2
+	VORPS Y2, Y3, Y3
+	VMAXPS Y1, Y0, Y0
+smdone:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS X1, X0, X0
+	VMOVHLPS X0, X0, X1
+	VMAXPS X1, X0, X0
+	VMOVSHDUP X0, X1
+	VMAXSS X1, X0, X0
+	VMOVMSKPS Y3, AX
+	TESTL AX, AX
+	JZ   smret
+	MOVL $0x7fc00000, AX // NaN
+	MOVL AX, X0
+smret:
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func scaleToAVX2(dst, x *float32, n int, a float32)
+// dst[i] = a·x[i]; n is a positive multiple of 8.
+TEXT ·scaleToAVX2(SB), NOSPLIT, $0-28
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y1
 sloop:
 	VMULPS (SI), Y1, Y0
-	VMOVUPS Y0, (SI)
+	VMOVUPS Y0, (DI)
 	ADDQ $32, SI
+	ADDQ $32, DI
 	SUBQ $8, CX
 	JNZ  sloop
 	VZEROUPPER

@@ -4,8 +4,11 @@ package vmath
 
 const hasAVX2 = false
 
-func expShiftSumAVX2(x *float32, n int, shift float32, s *[8]float32) { panic("vmath: no AVX2") }
-func geluTanhAVX2(x, s, y *float32, n int)                            { panic("vmath: no AVX2") }
+func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32) float32 {
+	panic("vmath: no AVX2")
+}
+func scaleMaxAVX2(dst, x *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
+func geluTanhAVX2(x, s, y *float32, n int)                   { panic("vmath: no AVX2") }
 
 func sigmoidAVX2(x, y *float32, n int) { panic("vmath: no AVX2") }
 
@@ -15,7 +18,7 @@ func scaledDiffAVX2(p, t, d *float32, n int, c float64)  { panic("vmath: no AVX2
 func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64) { panic("vmath: no AVX2") }
 
 func maxAVX2(x *float32, n int, m *[8]float32) bool { panic("vmath: no AVX2") }
-func scaleAVX2(x *float32, n int, a float32)        { panic("vmath: no AVX2") }
+func scaleToAVX2(dst, x *float32, n int, a float32) { panic("vmath: no AVX2") }
 func shiftAVX2(x *float32, n int, a float32)        { panic("vmath: no AVX2") }
 func scaleFlushAVX2(x *float32, n int, a float32)   { panic("vmath: no AVX2") }
 func addAVX2(dst, x *float32, n int)                { panic("vmath: no AVX2") }
@@ -23,5 +26,8 @@ func addAVX2(dst, x *float32, n int)                { panic("vmath: no AVX2") }
 func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32) { panic("vmath: no AVX2") }
 
 func scaleDotAVX2(gr, x *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
+func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32 {
+	panic("vmath: no AVX2")
+}
 
 func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32 { panic("vmath: no AVX2") }

@@ -195,3 +195,51 @@ func TestScaleDotAddSumScale(t *testing.T) {
 		}
 	})
 }
+
+// TestExpScaleShiftSumScaleMax checks ExpScaleShiftSum against ExpShiftSum of the
+// products c·x (the same values and sum, bit for bit, into another slice and in place)
+// and ScaleMax against the products and their largest (NaN when one is NaN), on both
+// paths, special values included, at lengths around the vector width.
+func TestExpScaleShiftSumScaleMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(35, 36))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
+			x := elemInput(rng, n)
+			for i := range x {
+				x[i] *= 20
+			}
+			for _, c := range []float32{1, 0.37, -2.5} {
+				prod := make([]float32, n)
+				want := float32(math.Inf(-1))
+				for i, v := range x {
+					prod[i] = c * v
+					want = max(want, prod[i])
+				}
+				got := make([]float32, n)
+				if m := ScaleMax(got, x, c); m != want && !(m != m && want != want) {
+					t.Fatalf("avx2=%v n=%d c=%v: ScaleMax %v, want %v", avx, n, c, m, want)
+				}
+				if i := sameBits(got, prod); i >= 0 {
+					t.Fatalf("avx2=%v n=%d c=%v: ScaleMax [%d] = %v, want %v", avx, n, c, i, got[i], prod[i])
+				}
+				const shift = 1.5
+				wantSum := ExpShiftSum(prod, shift) // prod now holds the exponentials
+				sum := ExpScaleShiftSum(got, x, c, shift)
+				y := append([]float32(nil), x...)
+				sumIn := ExpScaleShiftSum(y, y, c, shift)
+				for _, r := range []struct {
+					name string
+					v    []float32
+					s    float32
+				}{{"into another slice", got, sum}, {"in place", y, sumIn}} {
+					if i := sameBits(r.v, prod); i >= 0 {
+						t.Fatalf("avx2=%v n=%d c=%v %s: [%d] = %v, want %v", avx, n, c, r.name, i, r.v[i], prod[i])
+					}
+					if math.Float32bits(r.s) != math.Float32bits(wantSum) {
+						t.Fatalf("avx2=%v n=%d c=%v %s: sum %v, want %v", avx, n, c, r.name, r.s, wantSum)
+					}
+				}
+			}
+		}
+	})
+}
