@@ -43,12 +43,19 @@ type mixComp struct {
 	kern      PairKernel32
 	direct    DirectPairKernel32 // non-nil: its values, not its scores
 	lin       LinearPairKernel32 // non-nil: its scores are a factor times its term
+	termKind  vmath.Term         // the term a linear component reads
 	dot, dist bool               // the term it reads
 	radial    bool               // a DistancePairKernel32: the distance, not its square
 	x, e, g   []float32          // [Tk] its terms, its values (or shares), its score gradients
 	term      []float32          // the terms of the current row (x, or the dot products)
 	w         float32            // its weight softmax(θ)_l in the current problem
 	lw        float64            // log w
+}
+
+// factor returns a linear component's factor c(h).
+func (c *mixComp) factor(h float32) float32 {
+	f, _ := c.lin.PairFactor32(h)
+	return f
 }
 
 // rowsMix32 evaluates the rows of a mixture (MixturePairKernel32) in float32. The
@@ -91,6 +98,12 @@ func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, 
 		mc.dot, mc.dist = c.PairTerms()
 		_, mc.radial = c.(DistancePairKernel32)
 		mc.radial = mc.radial && mc.dist
+		switch {
+		case mc.radial:
+			mc.termKind = vmath.TermDist
+		case mc.dist:
+			mc.termKind = vmath.TermSqDist
+		}
 		r.comps = append(r.comps, mc)
 	}
 	// The last component whose log-score is linear in its term takes the row's score
@@ -190,11 +203,16 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 		if l == 0 {
 			e = dst[:n]
 		}
-		r.terms(c, drow, t, c0, n)
-		if c.lin != nil && all {
-			m = max(m, vmath.ScaleMax(e, c.term, c.lin.PairFactor32(h))) // NaN wins
+		switch {
+		case c.lin != nil && all && c.dist: // the scores straight from the dot products
+			m = max(m, vmath.SqDistScaleMax(e, drow[:n], r.qq[t], r.kk[c0:c0+n], c.radial, c.factor(h)))
+			continue
+		case c.lin != nil && all:
+			r.terms(c, drow, t, c0, n)
+			m = max(m, vmath.ScaleMax(e, c.term, c.factor(h))) // NaN wins
 			continue
 		}
+		r.terms(c, drow, t, c0, n)
 		if c.direct != nil {
 			c.direct.PairValues32(e, c.term, h)
 			hideOutside(e, 0, pr.km, c0, lo, hi, self)
@@ -217,13 +235,16 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 		if l == 0 {
 			e = dst[:n]
 		}
-		if c.direct != nil {
+		switch {
+		case c.direct != nil:
 			vmath.Scale(e, c.w*vmath.Exp32(-m))
-		} else {
+			if l > 0 {
+				vmath.Add(dst[:n], e)
+			}
+		case l > 0:
+			vmath.ExpScaleShiftAdd(dst[:n], e, 1, float32(float64(m)-c.lw))
+		default:
 			vmath.ExpShiftSum(e, float32(float64(m)-c.lw))
-		}
-		if l > 0 {
-			vmath.Add(dst[:n], e)
 		}
 	}
 	return m, true
@@ -294,7 +315,7 @@ func (r *rowsMix32) share(pr *problem[float32], c *mixComp, shift, z float64, h 
 	}
 	switch {
 	case c.lin != nil:
-		vmath.ExpScaleShiftSum(e, c.term, c.lin.PairFactor32(h), float32(shift-c.lw))
+		vmath.ExpScaleShiftSum(e, c.term, c.factor(h), float32(shift-c.lw))
 		hideOutside(e, 0, pr.km, lo, vlo, vhi, self)
 	case c.direct != nil && fv <= math.MaxFloat32:
 		c.direct.PairValues32(e, c.term, h)
@@ -332,14 +353,21 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 	// g_l = q_l ⊙ (dm·vᵀ − δ) and its sum, before cv becomes the row's score gradients,
 	// for every component but r.rest.
 	var others float32 // Σ_{l≠rest} Σ g_l
+	// Every key in the row is seen and none has a bias: a linear component's shares go
+	// straight into its score gradients.
+	plain := pr.km == nil && pr.bias == nil && vlo == lo && vhi == hi && (self < lo || self >= hi)
 	for l := range r.comps {
 		if l == r.rest {
 			continue
 		}
 		c := &r.comps[l]
 		r.terms(c, drow, t, lo, n)
-		f := r.share(pr, c, shift, z, h, t, lo, n, vlo, vhi, self)
-		r.sums[l] = vmath.ScoreGradSum(c.g[:n], cv, c.e[:n], float32(delta), f)
+		if c.lin != nil && plain {
+			r.sums[l] = vmath.ExpScoreGrad(c.g[:n], c.term, cv, c.factor(h), float32(shift-c.lw), float32(delta), float32(z))
+		} else {
+			f := r.share(pr, c, shift, z, h, t, lo, n, vlo, vhi, self)
+			r.sums[l] = vmath.ScoreGradSum(c.g[:n], cv, c.e[:n], float32(delta), f)
+		}
 		others += r.sums[l]
 	}
 	sg := vmath.ScoreGradSum(cv, cv, prow, float32(delta), 1) // the score gradients w ⊙ (dm·vᵀ − δ)
@@ -357,10 +385,7 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		r.sums[r.rest] = sg - others
 		c := &r.comps[r.rest]
 		r.terms(c, drow, t, lo, n)
-		gh, rowD2 = r.compGrads(c, cv, h, lo, hi)
-		if !c.dot && !c.dist {
-			clear(cv)
-		}
+		gh, rowD2 = r.compGrads(c, cv, cv, h, lo, hi, false)
 	} else {
 		clear(cv)
 	}
@@ -374,13 +399,8 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		if l == r.rest {
 			continue
 		}
-		c := &r.comps[l]
-		g := c.g[:n]
-		ghl, d2 := r.compGrads(c, g, h, lo, hi)
+		ghl, d2 := r.compGrads(&r.comps[l], cv, r.comps[l].g[:n], h, lo, hi, true)
 		gh, rowD2 = gh+ghl, rowD2+d2
-		if c.dot || c.dist {
-			vmath.Add(cv, g)
-		}
 	}
 	if r.acc.hRows != nil {
 		r.acc.hRows[pi*r.d.tq+t] += gh
@@ -389,15 +409,28 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 }
 
 // compGrads turns component c's score gradients g (of keys lo..hi−1) into the
-// coefficients of the dot products, in place: g·∂s/∂dot, or −2·∂L/∂d² with ∂L/∂d² added
-// into the keys' sums; it returns the bandwidth's share and the row's Σ ∂L/∂d².
-func (r *rowsMix32) compGrads(c *mixComp, g []float32, h float32, lo, hi int) (gh, rowD2 float64) {
+// coefficients of the dot products, g·∂s/∂dot or −2·∂L/∂d² with ∂L/∂d² added into the
+// keys' sums, in dst (added to it if add; g is overwritten unless c is linear; dst may be
+// g); it returns the bandwidth's share and the row's Σ ∂L/∂d².
+func (r *rowsMix32) compGrads(c *mixComp, dst, g []float32, h float32, lo, hi int, add bool) (gh, rowD2 float64) {
+	if c.lin != nil {
+		f, df := c.lin.PairFactor32(h)
+		var cs []float32
+		if c.dist {
+			cs = r.cs[lo:hi]
+		}
+		gx, sd := vmath.LinearCoefs(dst, g, c.term, cs, f, c.termKind, add)
+		return float64(gx) * df, float64(sd)
+	}
 	gh = c.kern.PairGrads32(g, c.term, h)
 	if c.dist {
 		if c.radial {
 			vmath.DistGrad(g, c.term)
 		}
 		rowD2 = float64(vmath.AddSumScale(g, r.cs[lo:hi], -2))
+	}
+	if add && (c.dot || c.dist) {
+		vmath.Add(dst, g)
 	}
 	return gh, rowD2
 }

@@ -26,13 +26,13 @@ type PairKernel32 interface {
 }
 
 // LinearPairKernel32 is a PairKernel32 whose log-score is a factor c(h) times its pair
-// term (PairScores32 sets s = c(h)·x with Scale32): KernelAttention's mixtures fold the
-// factor into their vector loops (the largest score with the products, the
-// exponentials with the factor) instead of a pass of its own.
+// term (PairScores32 sets s = c(h)·x with Scale32, and PairGrads32 gives g·c(h) and
+// c′(h)·Σ g·x): KernelAttention folds the factor into its vector loops (the largest score
+// with the products, the exponentials, the coefficients) instead of passes of its own.
 type LinearPairKernel32 interface {
 	PairKernel32
-	// PairFactor32 returns c(h), the factor PairScores32 multiplies by.
-	PairFactor32(h float32) float32
+	// PairFactor32 returns c(h), the factor PairScores32 multiplies by, and dc = c′(h).
+	PairFactor32(h float32) (c float32, dc float64)
 }
 
 // DirectPairKernel32 is a DirectPairKernel with float32 rows: KernelAttention's float32
@@ -191,15 +191,24 @@ type rows32 struct {
 	acc    *pairAcc
 	kern   PairKernel32
 	direct DirectPairKernel32
-	zeros  []float32 // [Tk] the terms of a kernel that reads none
-	eb     []float32 // exp(bias − max bias), for a direct kernel
-	qq, kk []float32 // the problem's squared norms
-	cs     []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts
+	lin    LinearPairKernel32 // non-nil: the coefficients in one vector loop
+	term   vmath.Term         // the term a linear kernel reads
+	zeros  []float32          // [Tk] the terms of a kernel that reads none
+	eb     []float32          // exp(bias − max bias), for a direct kernel
+	qq, kk []float32          // the problem's squared norms
+	cs     []float32          // [Tk] each key's Σ_t ∂L/∂d²_ts
 }
 
 func newRows32(k *kernelAttention, d tiledDims, acc *pairAcc) pairRows[float32] {
 	r := &rows32{k: k, d: d, acc: acc, kern: k.k32, zeros: make([]float32, d.tk)}
 	r.direct, _ = k.k32.(DirectPairKernel32)
+	r.lin, _ = k.k32.(LinearPairKernel32)
+	switch {
+	case k.radial32:
+		r.term = vmath.TermDist
+	case k.useDist:
+		r.term = vmath.TermSqDist
+	}
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
 	}
@@ -322,6 +331,18 @@ func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta flo
 	x := drow // the forward pass's terms
 	if x == nil {
 		x = r.zeros[:hi-lo]
+	}
+	if r.lin != nil && x != nil {
+		c, dc := r.lin.PairFactor32(float32(pr.bandwidth(t)))
+		var cs []float32
+		if k.useDist {
+			cs = r.cs[lo:hi]
+		}
+		gx, sd := vmath.LinearCoefs(cv, cv, x, cs, c, r.term, false)
+		if r.acc.hRows != nil {
+			r.acc.hRows[pi*r.d.tq+t] += float64(gx) * dc
+		}
+		return float64(sd)
 	}
 	gh := r.kern.PairGrads32(cv, x, float32(pr.bandwidth(t)))
 	if r.acc.hRows != nil {

@@ -30,9 +30,9 @@ func (testExp) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64) flo
 
 // testExp and testLaplace are LinearPairKernel32s (their scores a factor times the term),
 // testGauss is not: mixtures of them run both of rowsMix32's paths.
-func (testExp) PairFactor32(h float32) float32 { return 1 / h }
+func (testExp) PairFactor32(h float32) (float32, float64) { return 1 / h, -1 / float64(h*h) }
 func (testExp) PairScores32(s, x []float32, h float32) {
-	c := testExp{}.PairFactor32(h)
+	c, _ := testExp{}.PairFactor32(h)
 	for j, v := range x {
 		s[j] = c * v
 	}
@@ -162,10 +162,10 @@ func (testLaplace) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) f
 	}
 	return gh
 }
-func (testLaplace) PairDistance32()                {}
-func (testLaplace) PairFactor32(h float32) float32 { return -1 / h }
+func (testLaplace) PairDistance32()                           {}
+func (testLaplace) PairFactor32(h float32) (float32, float64) { return -1 / h, 1 / float64(h*h) }
 func (testLaplace) PairScores32(s, r []float32, h float32) {
-	c := testLaplace{}.PairFactor32(h)
+	c, _ := testLaplace{}.PairFactor32(h)
 	for j, v := range r {
 		s[j] = c * v
 	}
@@ -227,6 +227,10 @@ var tiledCases = []tiledCase{
 	{name: "mixExpGaussRowsBias", kern: testMix{testExp{}, testGauss{}}, b: 1, h: 2, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, biasM: 3, biasP: 2, hval: 1.8},
 	{name: "mixLaplaceEpanExpPadBias", kern: testMix{testLaplace{}, testEpan{}, testExp{}}, b: 2, h: 2, tq: 40, tk: 40, mask: Mask{Causal: true}, keyPad: true, perHead: true, biasM: 2, biasP: 2, hval: 2.5},
 	{name: "mixCompactPad", kern: testMix{testEpan{}, testScaled{testEpan{}, 0.6}}, b: 2, h: 2, tq: 66, tk: 66, keyPad: true, perHead: true, hval: 2},
+	// Two kernels linear in their terms, every key seen (rowsMix32's fused loops), and
+	// the same with the query itself hidden.
+	{name: "mixLaplaceExpCausal", kern: testMix{testLaplace{}, testExp{}}, b: 2, h: 2, tq: 50, tk: 50, mask: Mask{Causal: true}, hval: 1.6},
+	{name: "mixExpLaplaceCausalHollowRows", kern: testMix{testExp{}, testLaplace{}}, b: 1, h: 2, tq: 45, tk: 45, mask: Mask{Causal: true, Hollow: true}, rows: true, hval: 1.9},
 }
 
 func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense) {

@@ -67,16 +67,18 @@ func (Exponential) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64)
 	return gh / (h * h)
 }
 
-// PairFactor32 returns 1/h, the factor of the dot product in the log-score
-// (autodiff.LinearPairKernel32).
-func (Exponential) PairFactor32(h float32) float32 { return 1 / h }
+// PairFactor32 returns 1/h, the factor of the dot product in the log-score, and its
+// derivative −1/h² (autodiff.LinearPairKernel32).
+func (Exponential) PairFactor32(h float32) (float32, float64) { return 1 / h, -1 / float64(h*h) }
 
 // PairScores32 sets s = q·k / h from the terms x (autodiff.PairKernel32; s may be x).
 func (Exponential) PairScores32(s, x []float32, h float32) {
-	autodiff.Scale32(s[:len(x)], x, Exponential{}.PairFactor32(h))
+	c, _ := Exponential{}.PairFactor32(h)
+	autodiff.Scale32(s[:len(x)], x, c)
 }
 
 // PairGrads32 is PairGrads in float32, in place.
 func (Exponential) PairGrads32(g, x []float32, h float32) float64 {
-	return -autodiff.ScaleDot32(g, x, 1/h) / float64(h*h)
+	c, dc := Exponential{}.PairFactor32(h)
+	return autodiff.ScaleDot32(g, x, c) * dc
 }

@@ -61,17 +61,21 @@ func (Gaussian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) floa
 	return gh / (h * h * h)
 }
 
-// PairFactor32 returns −1/(2h²), the factor of the squared distance in the log-score
-// (autodiff.LinearPairKernel32).
-func (Gaussian) PairFactor32(h float32) float32 { return -1 / (2 * h * h) }
+// PairFactor32 returns −1/(2h²), the factor of the squared distance in the log-score,
+// and its derivative 1/h³ (autodiff.LinearPairKernel32).
+func (Gaussian) PairFactor32(h float32) (float32, float64) {
+	return -1 / (2 * h * h), 1 / float64(h*h*h)
+}
 
 // PairScores32 sets s = −‖q − k‖² / (2h²) from the terms x (autodiff.PairKernel32; s may
 // be x).
 func (Gaussian) PairScores32(s, x []float32, h float32) {
-	autodiff.Scale32(s[:len(x)], x, Gaussian{}.PairFactor32(h))
+	c, _ := Gaussian{}.PairFactor32(h)
+	autodiff.Scale32(s[:len(x)], x, c)
 }
 
 // PairGrads32 is PairGrads in float32, in place.
 func (Gaussian) PairGrads32(g, x []float32, h float32) float64 {
-	return autodiff.ScaleDot32(g, x, -1/(2*h*h)) / float64(h*h*h)
+	c, dc := Gaussian{}.PairFactor32(h)
+	return autodiff.ScaleDot32(g, x, c) * dc
 }

@@ -74,16 +74,18 @@ func (Laplacian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) flo
 // (autodiff.DistancePairKernel32).
 func (Laplacian) PairDistance32() {}
 
-// PairFactor32 returns −1/h, the factor of the distance in the log-score
-// (autodiff.LinearPairKernel32).
-func (Laplacian) PairFactor32(h float32) float32 { return -1 / h }
+// PairFactor32 returns −1/h, the factor of the distance in the log-score, and its
+// derivative 1/h² (autodiff.LinearPairKernel32).
+func (Laplacian) PairFactor32(h float32) (float32, float64) { return -1 / h, 1 / float64(h*h) }
 
 // PairScores32 sets s = −r / h from the distances r (autodiff.PairKernel32; s may be r).
 func (Laplacian) PairScores32(s, r []float32, h float32) {
-	autodiff.Scale32(s[:len(r)], r, Laplacian{}.PairFactor32(h))
+	c, _ := Laplacian{}.PairFactor32(h)
+	autodiff.Scale32(s[:len(r)], r, c)
 }
 
 // PairGrads32 sets g = g·∂s/∂r = −g / h and returns Σ g·∂s/∂h = Σ g·r / h².
 func (Laplacian) PairGrads32(g, r []float32, h float32) float64 {
-	return autodiff.ScaleDot32(g, r, -1/h) / float64(h*h)
+	c, dc := Laplacian{}.PairFactor32(h)
+	return autodiff.ScaleDot32(g, r, c) * dc
 }

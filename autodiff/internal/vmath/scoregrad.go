@@ -35,3 +35,22 @@ func ScoreGradSum(dst, d, p []float32, delta, scale float32) float32 {
 	}
 	return lanes8(&s)
 }
+
+// ExpScoreGrad sets g[i] = (f·e[i])·(d[i] − delta) with e[i] = exp(c·x[i] − shift) as
+// ExpScaleShiftSum forms it, the values ScoreGradSum gives for weights e, and returns
+// their sum in its lanes: the same result on every path; x and d must be at least as
+// long as g.
+func ExpScoreGrad(g, x, d []float32, c, shift, delta, f float32) float32 {
+	x, d = x[:len(g)], d[:len(g)]
+	if hasAVX2 && len(g) > 0 {
+		return expScoreGradAVX2(&g[0], &x[0], &d[0], len(g), c, shift, delta, f)
+	}
+	var s [8]float32
+	for i := range g {
+		e := expFlush(float32(c*x[i]) - shift)
+		v := float32(f * e * (d[i] - delta))
+		g[i] = v
+		s[i&7] += v
+	}
+	return lanes8(&s)
+}

@@ -90,3 +90,29 @@ func TestScaleTo(t *testing.T) {
 		}
 	})
 }
+
+// TestExpScoreGrad checks ExpScoreGrad against ExpScaleShiftSum then ScoreGradSum, bit
+// for bit (values and sum), on both paths, special values included, at lengths around
+// the vector width.
+func TestExpScoreGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 30))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
+			x, d := elemInput(rng, n), elemInput(rng, n)
+			for _, c := range []struct{ c, shift, delta, f float32 }{{0.5, 1.5, 0.25, 0.8}, {-2, -3, -1, 1.5}} {
+				e := make([]float32, n)
+				ExpScaleShiftSum(e, x, c.c, c.shift)
+				want := make([]float32, n)
+				wantSum := ScoreGradSum(want, d, e, c.delta, c.f)
+				g := make([]float32, n)
+				got := ExpScoreGrad(g, x, d, c.c, c.shift, c.delta, c.f)
+				if i := sameBits(g, want); i >= 0 {
+					t.Fatalf("avx2=%v n=%d %+v: [%d] = %v, want %v", avx, n, c, i, g[i], want[i])
+				}
+				if math.Float32bits(got) != math.Float32bits(wantSum) && !(got != got && wantSum != wantSum) {
+					t.Fatalf("avx2=%v n=%d %+v: sum %v, want %v", avx, n, c, got, wantSum)
+				}
+			}
+		}
+	})
+}

@@ -67,6 +67,30 @@ func sqDist(x, dots []float32, qq float32, kk []float32, root bool) {
 	}
 }
 
+// SqDistScaleMax sets e to c times the squared distances SqDist gives (the distances Dist
+// gives, if root) and returns the largest, NaN when one is NaN (Max's rule), −Inf for
+// none: the same values on every path. dots and kk must be at least as long as e.
+func SqDistScaleMax(e, dots []float32, qq float32, kk []float32, root bool, c float32) float32 {
+	dots, kk = dots[:len(e)], kk[:len(e)]
+	if hasAVX2 && len(e) > 0 {
+		return sqDistScaleMaxAVX2(&e[0], &dots[0], qq, &kk[0], len(e), root, c)
+	}
+	m := float32(math.Inf(-1))
+	for j := range e {
+		v := (qq + kk[j]) - 2*dots[j]
+		if v < 0 {
+			v = 0
+		}
+		if root {
+			v = float32(math.Sqrt(float64(v)))
+		}
+		v *= c
+		e[j] = v
+		m = max(m, v) // NaN wins
+	}
+	return m
+}
+
 // DistGrad turns gradients g with respect to distances r into gradients with respect to
 // the squared distances r²: g[j] = g[j] / (2·r[j]), and 0 where g[j] or r[j] is 0 (the zero
 // subgradient at r = 0); a NaN stays NaN. r must be at least as long as g.
@@ -102,4 +126,59 @@ func AddScaled(y, x []float32, a float32) {
 	for i := n; i < len(y); i++ {
 		y[i] += float32(a * x[i]) // the conversion rounds the product: no fusing
 	}
+}
+
+// Term names the pair term x of a log-score c·x that is linear in it, for LinearCoefs.
+type Term int
+
+const (
+	TermDot    Term = iota // the dot product q·k
+	TermSqDist             // the squared distance ‖q − k‖²
+	TermDist               // the distance ‖q − k‖
+)
+
+// LinearCoefs turns the score gradients g of a row whose log-scores are c·x into the
+// coefficients of its dot products, in one pass: c·g for TermDot; for the distance terms
+// ∂L/∂d² (c·g, or c·g/(2r) with DistGrad's rule for TermDist) added into cs, and
+// −2·∂L/∂d². They go into dst (added to it if add; dst may be g). It returns gx = Σ g·x
+// (ScaleDot's lanes: the log-scores' derivative in c is x) and sd = Σ ∂L/∂d²
+// (AddSumScale's lanes; 0 for TermDot): ScaleDot, DistGrad, AddSumScale and Add in
+// one, the same result on every path. g and x (and cs, but for TermDot) must be at least
+// as long as dst.
+func LinearCoefs(dst, g, x, cs []float32, c float32, term Term, add bool) (gx, sd float32) {
+	g, x = g[:len(dst)], x[:len(dst)]
+	var csp *float32
+	if term != TermDot {
+		cs = cs[:len(dst)]
+		if len(dst) > 0 {
+			csp = &cs[0]
+		}
+	}
+	if hasAVX2 && len(dst) > 0 {
+		return linearCoefsAVX2(&dst[0], &g[0], &x[0], csp, len(dst), c, int(term), add)
+	}
+	var sx, ss [8]float32
+	for i := range dst {
+		gi := g[i]
+		sx[i&7] += float32(gi * x[i])
+		v := c * gi
+		if term == TermDist {
+			if v == 0 || x[i] == 0 {
+				v = 0
+			} else {
+				v /= 2 * x[i]
+			}
+		}
+		if term != TermDot {
+			ss[i&7] += v
+			cs[i] += v
+			v *= -2
+		}
+		if add {
+			dst[i] += v
+		} else {
+			dst[i] = v
+		}
+	}
+	return lanes8(&sx), lanes8(&ss)
 }

@@ -70,54 +70,6 @@ sgloop:
 	VZEROUPPER
 	RET
 
-// SQDIST8 sets Y0 to max(qq + kk − 2·dots, 0) for the 8 floats at (DX) and (SI), with
-// Y4 = qq, Y5 = 0 and Y6 = −2 broadcast. The product 2·dots is exact, so the fused
-// negative multiply-add rounds once, as the scalar expression's subtraction does; VMAXPS
-// with the value as its second source keeps a NaN.
-#define SQDIST8 \
-	VADDPS      (DX), Y4, Y0 \
-	VFMADD231PS (SI), Y6, Y0 \
-	VMAXPS      Y0, Y5, Y0
-
-// func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int, root bool)
-// x = max(qq + kk − 2·dots, 0), its square root if root, for n a positive multiple of 8.
-TEXT ·sqDistAVX2(SB), NOSPLIT, $0-41
-	MOVQ         x+0(FP), DI
-	MOVQ         dots+8(FP), SI
-	VBROADCASTSS qq+16(FP), Y4
-	MOVQ         kk+24(FP), DX
-	MOVQ         n+32(FP), CX
-	MOVBLZX      root+40(FP), BX
-	VXORPS       Y5, Y5, Y5
-	MOVL         $0xc0000000, AX // −2
-	MOVL         AX, X6
-	VBROADCASTSS X6, Y6
-	TESTQ        BX, BX
-	JNZ          dloop
-
-sdloop:
-	SQDIST8
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     sdloop
-	VZEROUPPER
-	RET
-
-dloop:
-	SQDIST8
-	VSQRTPS Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DX
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     dloop
-	VZEROUPPER
-	RET
-
 // func distGradAVX2(gr, r *float32, n int)
 // g = g / (2r), 0 where g or r is 0 (a NaN compares unequal and stays), for n a positive
 // multiple of 8.

@@ -163,3 +163,62 @@ func onEachPath(f func(avx bool)) {
 		f(avx)
 	}
 }
+
+// TestLinearCoefs checks LinearCoefs against ScaleDot, DistGrad, AddSumScale and Add in
+// turn, bit for bit (coefficients, the keys' sums cs, and both returned sums), for each
+// term, into dst and added to it, on both paths, special values included, at lengths
+// around the vector width.
+func TestLinearCoefs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 40))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
+			g0, x := elemInput(rng, n), elemInput(rng, n)
+			for i := range x {
+				if i%5 == 1 {
+					x[i] = 0
+				}
+			}
+			cs0, dst0 := elemInput(rng, n), elemInput(rng, n)
+			for _, term := range []Term{TermDot, TermSqDist, TermDist} {
+				for _, add := range []bool{false, true} {
+					const c = -0.75
+					// The reference: the separate loops.
+					g := append([]float32(nil), g0...)
+					wantCs, wantDst := append([]float32(nil), cs0...), append([]float32(nil), dst0...)
+					wantGx := ScaleDot(g, x, c)
+					var wantSd float32
+					if term == TermDist {
+						DistGrad(g, x)
+					}
+					if term != TermDot {
+						wantSd = AddSumScale(g, wantCs, -2)
+					}
+					if add {
+						Add(wantDst, g)
+					} else {
+						copy(wantDst, g)
+					}
+					cs, dst := append([]float32(nil), cs0...), append([]float32(nil), dst0...)
+					gx, sd := LinearCoefs(dst, g0, x, cs, c, term, add)
+					if i := sameBits(dst, wantDst); i >= 0 {
+						t.Fatalf("avx2=%v n=%d term %d add %v: dst[%d] = %v, want %v", avx, n, term, add, i, dst[i], wantDst[i])
+					}
+					if i := sameBits(cs, wantCs); i >= 0 {
+						t.Fatalf("avx2=%v n=%d term %d add %v: cs[%d] = %v, want %v", avx, n, term, add, i, cs[i], wantCs[i])
+					}
+					same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+					if !same(gx, wantGx) || !same(sd, wantSd) {
+						t.Fatalf("avx2=%v n=%d term %d add %v: sums %v, %v, want %v, %v", avx, n, term, add, gx, sd, wantGx, wantSd)
+					}
+					if !add { // in place
+						g2, cs2 := append([]float32(nil), g0...), append([]float32(nil), cs0...)
+						LinearCoefs(g2, g2, x, cs2, c, term, false)
+						if i := sameBits(g2, wantDst); i >= 0 {
+							t.Fatalf("avx2=%v n=%d term %d in place: [%d] = %v, want %v", avx, n, term, i, g2[i], wantDst[i])
+						}
+					}
+				}
+			}
+		}
+	})
+}

@@ -46,17 +46,30 @@ func ExpShiftSum(x []float32, shift float32) float32 { return ExpScaleShiftSum(x
 // sum in ExpShiftSum's order: the same result on every path. dst may be x; x must be at
 // least as long as dst.
 func ExpScaleShiftSum(dst, x []float32, c, shift float32) float32 {
+	return expScaleShift(dst, x, c, shift, false)
+}
+
+// ExpScaleShiftAdd adds the values ExpScaleShiftSum gives into dst and returns their sum.
+func ExpScaleShiftAdd(dst, x []float32, c, shift float32) float32 {
+	return expScaleShift(dst, x, c, shift, true)
+}
+
+func expScaleShift(dst, x []float32, c, shift float32, add bool) float32 {
 	x = x[:len(dst)]
 	if hasAVX2 {
 		if len(dst) == 0 {
 			return 0
 		}
-		return expScaleShiftSumAVX2(&dst[0], &x[0], len(dst), c, shift)
+		return expScaleShiftSumAVX2(&dst[0], &x[0], len(dst), c, shift, add)
 	}
 	var s [8]float32
 	for i, v := range x {
 		v = expFlush(float32(c*v) - shift)
-		dst[i] = v
+		if add {
+			dst[i] += v
+		} else {
+			dst[i] = v
+		}
 		s[i&7] += v
 	}
 	return lanes8(&s)

@@ -12,7 +12,7 @@ import (
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && simd.Allows(simd.AVX2)
 
 //go:noescape
-func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32) float32
+func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32
 
 //go:noescape
 func geluTanhAVX2(x, s, y *float32, n int)
@@ -55,6 +55,12 @@ func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32)
 
 //go:noescape
 func scaleDotAVX2(gr, x *float32, n int, c float32) float32
+
+//go:noescape
+func expScoreGradAVX2(gr, x, d *float32, n int, c, shift, delta, f float32) float32
+
+//go:noescape
+func linearCoefsAVX2(dst, gr, x, cs *float32, n int, c float32, term int, add bool) (gx, sd float32)
 
 //go:noescape
 func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32

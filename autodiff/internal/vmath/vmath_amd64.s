@@ -202,17 +202,18 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 	VMOVSHDUP    X6, X1 \
 	VADDSS       X1, X6, X6
 
-// func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32) float32
-// dst[i] = exp(c·x[i] − shift) (the product and the difference each rounded), 0 where
-// c·x[i] − shift < C_lo or is NaN, and returns Σ dst[i] with i in lane i mod 8, then
-// LANES8; n > 0; dst may be x. The last n mod 8 elements go through masked loads and
-// stores.
-TEXT ·expScaleShiftSumAVX2(SB), NOSPLIT, $0-36
+// func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32
+// v[i] = exp(c·x[i] − shift) (the product and the difference each rounded), 0 where
+// c·x[i] − shift < C_lo or is NaN, into dst[i] (added to it if add), and returns Σ v[i]
+// with i in lane i mod 8, then LANES8; n > 0; dst may be x. The last n mod 8 elements
+// go through masked loads and stores.
+TEXT ·expScaleShiftSumAVX2(SB), NOSPLIT, $0-44
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
 	VBROADCASTSS c+24(FP), Y8
 	VBROADCASTSS shift+28(FP), Y7
+	MOVBLZX add+32(FP), BX
 	VXORPS Y6, Y6, Y6
 	MOVQ CX, DX
 	ANDQ $7, DX
@@ -224,7 +225,14 @@ eloop:
 	VCMPPS $0x1d, C_lo, Y0, Y5 // Y5 = Y0 ≥ C_lo (ordered: false for NaN)
 	EXP8
 	VANDPS Y5, Y0, Y0
+	TESTQ BX, BX
+	JZ   estore
+	VADDPS (DI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	JMP  enext
+estore:
 	VMOVUPS Y0, (DI)
+enext:
 	VADDPS Y0, Y6, Y6
 	ADDQ $32, SI
 	ADDQ $32, DI
@@ -241,11 +249,19 @@ etail:
 	VANDPS Y4, Y5, Y5 // and only the tail's lanes
 	EXP8
 	VANDPS Y5, Y0, Y0
+	TESTQ BX, BX
+	JZ   etstore
+	VMASKMOVPS (DI), Y4, Y1
+	VADDPS Y1, Y0, Y1
+	VMASKMOVPS Y1, Y4, (DI)
+	JMP  etnext
+etstore:
 	VMASKMOVPS Y0, Y4, (DI)
+etnext:
 	VADDPS Y0, Y6, Y6
 edone:
 	LANES8
-	VMOVSS X6, ret+32(FP)
+	VMOVSS X6, ret+40(FP)
 	VZEROUPPER
 	RET
 
@@ -283,6 +299,201 @@ sdtail:
 sddone:
 	LANES8
 	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// SQDIST8 sets Y0 to max(qq + kk − 2·dots, 0) for the 8 floats at (DX) and (SI), with
+// Y4 = qq, Y5 = 0 and Y6 = −2 broadcast. The product 2·dots is exact, so the fused
+// negative multiply-add rounds once, as the scalar expression's subtraction does; VMAXPS
+// with the value as its second source keeps a NaN.
+#define SQDIST8 \
+	VADDPS      (DX), Y4, Y0 \
+	VFMADD231PS (SI), Y6, Y0 \
+	VMAXPS      Y0, Y5, Y0
+
+// func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int, root bool)
+// x = max(qq + kk − 2·dots, 0), its square root if root, for n a positive multiple of 8.
+TEXT ·sqDistAVX2(SB), NOSPLIT, $0-41
+	MOVQ         x+0(FP), DI
+	MOVQ         dots+8(FP), SI
+	VBROADCASTSS qq+16(FP), Y4
+	MOVQ         kk+24(FP), DX
+	MOVQ         n+32(FP), CX
+	MOVBLZX      root+40(FP), BX
+	VXORPS       Y5, Y5, Y5
+	MOVL         $0xc0000000, AX // −2
+	MOVL         AX, X6
+	VBROADCASTSS X6, Y6
+	TESTQ        BX, BX
+	JNZ          dloop
+
+sdloop:
+	SQDIST8
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     sdloop
+	VZEROUPPER
+	RET
+
+dloop:
+	SQDIST8
+	VSQRTPS Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	SUBQ    $8, CX
+	JNZ     dloop
+	VZEROUPPER
+	RET
+
+// func sqDistScaleMaxAVX2(e, dots *float32, qq float32, kk *float32, n int, root bool, c float32) float32
+// e = c·max(qq + kk − 2·dots, 0) (c times its square root if root), sqDistAVX2's
+// roundings, and returns the largest, NaN when one is NaN; n > 0. The last n mod 8
+// elements go through masked loads and stores, the other lanes −Inf for the maximum.
+TEXT ·sqDistScaleMaxAVX2(SB), NOSPLIT, $0-52
+	MOVQ         e+0(FP), DI
+	MOVQ         dots+8(FP), SI
+	VBROADCASTSS qq+16(FP), Y4
+	MOVQ         kk+24(FP), DX
+	MOVQ         n+32(FP), CX
+	MOVBLZX      root+40(FP), BX
+	VBROADCASTSS c+44(FP), Y8
+	VXORPS       Y5, Y5, Y5
+	MOVL         $0xc0000000, AX // −2
+	MOVL         AX, X6
+	VBROADCASTSS X6, Y6
+	MOVL         $0xff800000, AX // −Inf
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	VMOVAPS      Y7, Y11
+	VXORPS       Y3, Y3, Y3
+	MOVQ         CX, R8
+	ANDQ         $7, R8
+	SHRQ         $3, CX
+	JZ           dmtail
+dmloop:
+	SQDIST8
+	TESTQ   BX, BX
+	JZ      dmscale
+	VSQRTPS Y0, Y0
+dmscale:
+	VMULPS  Y8, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VCMPPS  $3, Y0, Y0, Y2 // unordered: the NaN lanes
+	VORPS   Y2, Y3, Y3
+	VMAXPS  Y0, Y11, Y11
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     dmloop
+dmtail:
+	TESTQ   R8, R8
+	JZ      dmdone
+	MOVQ    DX, R9
+	MOVQ    R8, DX
+	VMOVAPS Y4, Y10
+	TAILMASK
+	VMOVAPS Y4, Y9
+	VMOVAPS Y10, Y4
+	MOVQ    R9, DX
+	VMASKMOVPS  (DX), Y9, Y1
+	VMASKMOVPS  (SI), Y9, Y2
+	VADDPS      Y1, Y4, Y0
+	VFMADD231PS Y2, Y6, Y0
+	VMAXPS      Y0, Y5, Y0
+	TESTQ   BX, BX
+	JZ      dmtscale
+	VSQRTPS Y0, Y0
+dmtscale:
+	VMULPS     Y8, Y0, Y0
+	VMASKMOVPS Y0, Y9, (DI)
+	VBLENDVPS  Y9, Y0, Y7, Y0 // the tail's lanes, −Inf in the others
+	VCMPPS     $3, Y0, Y0, Y2
+	VORPS      Y2, Y3, Y3
+	VMAXPS     Y0, Y11, Y11
+dmdone:
+	VMOVAPS      Y11, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VMAXSS       X1, X0, X0
+	VMOVMSKPS    Y3, AX
+	TESTL        AX, AX
+	JZ           dmret
+	MOVL         $0x7fc00000, AX // NaN
+	MOVL         AX, X0
+dmret:
+	VMOVSS X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func expScoreGradAVX2(gr, x, d *float32, n int, c, shift, delta, f float32) float32
+// gr[i] = (f·e[i])·(d[i] − delta) with e[i] = exp(c·x[i] − shift) as
+// expScaleShiftSumAVX2 forms it (scoreGradSumAVX2's roundings), and returns Σ g[i] in
+// its lanes and order; n > 0. The last n mod 8 elements go through masked loads and
+// stores, their lanes masked out of the sum.
+TEXT ·expScoreGradAVX2(SB), NOSPLIT, $0-52
+	MOVQ         gr+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         d+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS c+32(FP), Y8
+	VBROADCASTSS shift+36(FP), Y7
+	VBROADCASTSS delta+40(FP), Y9
+	VBROADCASTSS f+44(FP), Y10
+	VXORPS       Y6, Y6, Y6
+	MOVQ         CX, BX
+	ANDQ         $7, BX
+	SHRQ         $3, CX
+	JZ           xgtail
+xgloop:
+	VMULPS  (SI), Y8, Y0
+	VSUBPS  Y7, Y0, Y0
+	VCMPPS  $0x1d, C_lo, Y0, Y5
+	EXP8
+	VANDPS  Y5, Y0, Y0
+	VMULPS  Y10, Y0, Y0
+	VMOVUPS (DX), Y1
+	VSUBPS  Y9, Y1, Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  Y0, Y6, Y6
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     xgloop
+xgtail:
+	TESTQ BX, BX
+	JZ    xgdone
+	MOVQ  DX, R9
+	MOVQ  BX, DX
+	TAILMASK
+	MOVQ  R9, DX
+	VMASKMOVPS (SI), Y4, Y0
+	VMULPS     Y8, Y0, Y0
+	VSUBPS     Y7, Y0, Y0
+	VCMPPS     $0x1d, C_lo, Y0, Y5
+	VANDPS     Y4, Y5, Y5
+	EXP8
+	VANDPS     Y5, Y0, Y0
+	VMULPS     Y10, Y0, Y0
+	VMASKMOVPS (DX), Y4, Y1
+	VSUBPS     Y9, Y1, Y1
+	VMULPS     Y1, Y0, Y0
+	VMASKMOVPS Y0, Y4, (DI)
+	VANDPS     Y4, Y0, Y0
+	VADDPS     Y0, Y6, Y6
+xgdone:
+	LANES8
+	VMOVSS X6, ret+48(FP)
 	VZEROUPPER
 	RET
 
@@ -365,6 +576,108 @@ astail:
 asdone:
 	LANES8
 	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func linearCoefsAVX2(dst, gr, x, cs *float32, n int, c float32, term int, add bool) (gx, sd float32)
+// For i < n: gx gets gr[i]·x[i] (scaleDotAVX2's lanes), v = c·gr[i]; for term 2 (the
+// distance) v = v/(x[i] + x[i]), 0 where v or x[i] is 0 (distGradAVX2's rule); for terms
+// 1 and 2 sd gets v (addSumScaleAVX2's lanes), cs[i] += v and v = −2·v; then dst[i] = v,
+// or dst[i] += v if add. n > 0; the last n mod 8 elements go through masked loads and
+// stores. cs is not read for term 0.
+TEXT ·linearCoefsAVX2(SB), NOSPLIT, $0-72
+	MOVQ         dst+0(FP), DI
+	MOVQ         gr+8(FP), SI
+	MOVQ         x+16(FP), DX
+	MOVQ         cs+24(FP), BX
+	MOVQ         n+32(FP), CX
+	VBROADCASTSS c+40(FP), Y8
+	MOVQ         term+48(FP), R8
+	MOVBLZX      add+56(FP), R9
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y11, Y11, Y11
+	MOVL         $0xc0000000, AX // −2
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	MOVQ         CX, R10
+	ANDQ         $7, R10
+	SHRQ         $3, CX
+	JZ           lctail
+lcloop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DX), Y1
+	VMULPS  Y1, Y0, Y2
+	VADDPS  Y2, Y6, Y6
+	VMULPS  Y8, Y0, Y0
+	TESTQ   R8, R8
+	JZ      lcstore
+	CMPQ    R8, $2
+	JNE     lcsq
+	VCMPPS  $4, Y5, Y0, Y2 // v ≠ 0, unordered
+	VCMPPS  $4, Y5, Y1, Y3 // x ≠ 0, unordered
+	VANDPS  Y3, Y2, Y2
+	VADDPS  Y1, Y1, Y1
+	VDIVPS  Y1, Y0, Y0
+	VANDPS  Y2, Y0, Y0
+lcsq:
+	VADDPS  Y0, Y11, Y11
+	VADDPS  (BX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	VMULPS  Y7, Y0, Y0
+	ADDQ    $32, BX
+lcstore:
+	TESTQ   R9, R9
+	JZ      lcset
+	VADDPS  (DI), Y0, Y0
+lcset:
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     lcloop
+lctail:
+	TESTQ R10, R10
+	JZ    lcdone
+	MOVQ  DX, R11
+	MOVQ  R10, DX
+	TAILMASK
+	MOVQ  R11, DX
+	VMASKMOVPS (SI), Y4, Y0
+	VMASKMOVPS (DX), Y4, Y1
+	VMULPS     Y1, Y0, Y2
+	VADDPS     Y2, Y6, Y6
+	VMULPS     Y8, Y0, Y0
+	TESTQ      R8, R8
+	JZ         lctstore
+	CMPQ       R8, $2
+	JNE        lctsq
+	VCMPPS     $4, Y5, Y0, Y2
+	VCMPPS     $4, Y5, Y1, Y3
+	VANDPS     Y3, Y2, Y2
+	VADDPS     Y1, Y1, Y1
+	VDIVPS     Y1, Y0, Y0
+	VANDPS     Y2, Y0, Y0
+lctsq:
+	VADDPS     Y0, Y11, Y11
+	VMASKMOVPS (BX), Y4, Y1
+	VADDPS     Y1, Y0, Y1
+	VMASKMOVPS Y1, Y4, (BX)
+	VMULPS     Y7, Y0, Y0
+lctstore:
+	TESTQ      R9, R9
+	JZ         lctset
+	VMASKMOVPS (DI), Y4, Y1
+	VADDPS     Y1, Y0, Y0
+lctset:
+	VMASKMOVPS Y0, Y4, (DI)
+lcdone:
+	LANES8
+	VMOVSS  X6, gx+64(FP)
+	VMOVAPS Y11, Y6
+	LANES8
+	VMOVSS  X6, sd+68(FP)
 	VZEROUPPER
 	RET
 

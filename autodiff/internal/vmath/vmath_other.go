@@ -4,7 +4,7 @@ package vmath
 
 const hasAVX2 = false
 
-func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32) float32 {
+func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32 {
 	panic("vmath: no AVX2")
 }
 func scaleMaxAVX2(dst, x *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
@@ -26,6 +26,12 @@ func addAVX2(dst, x *float32, n int)                { panic("vmath: no AVX2") }
 func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32) { panic("vmath: no AVX2") }
 
 func scaleDotAVX2(gr, x *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
+func expScoreGradAVX2(gr, x, d *float32, n int, c, shift, delta, f float32) float32 {
+	panic("vmath: no AVX2")
+}
+func linearCoefsAVX2(dst, gr, x, cs *float32, n int, c float32, term int, add bool) (gx, sd float32) {
+	panic("vmath: no AVX2")
+}
 func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32 {
 	panic("vmath: no AVX2")
 }

@@ -197,8 +197,8 @@ func TestScaleDotAddSumScale(t *testing.T) {
 }
 
 // TestExpScaleShiftSumScaleMax checks ExpScaleShiftSum against ExpShiftSum of the
-// products c·x (the same values and sum, bit for bit, into another slice and in place)
-// and ScaleMax against the products and their largest (NaN when one is NaN), on both
+// products c·x (the same values and sum, bit for bit, into another slice and in place),
+// ExpScaleShiftAdd against their sums with what dst held, and ScaleMax against the products and their largest (NaN when one is NaN), on both
 // paths, special values included, at lengths around the vector width.
 func TestExpScaleShiftSumScaleMax(t *testing.T) {
 	rng := rand.New(rand.NewPCG(35, 36))
@@ -227,6 +227,17 @@ func TestExpScaleShiftSumScaleMax(t *testing.T) {
 				sum := ExpScaleShiftSum(got, x, c, shift)
 				y := append([]float32(nil), x...)
 				sumIn := ExpScaleShiftSum(y, y, c, shift)
+				acc := elemInput(rng, n)
+				wantAcc := make([]float32, n)
+				for i := range acc {
+					wantAcc[i] = acc[i] + prod[i]
+				}
+				if s := ExpScaleShiftAdd(acc, x, c, shift); math.Float32bits(s) != math.Float32bits(wantSum) {
+					t.Fatalf("avx2=%v n=%d c=%v: ExpScaleShiftAdd sum %v, want %v", avx, n, c, s, wantSum)
+				}
+				if i := sameBits(acc, wantAcc); i >= 0 {
+					t.Fatalf("avx2=%v n=%d c=%v: ExpScaleShiftAdd [%d] = %v, want %v", avx, n, c, i, acc[i], wantAcc[i])
+				}
 				for _, r := range []struct {
 					name string
 					v    []float32
@@ -237,6 +248,45 @@ func TestExpScaleShiftSumScaleMax(t *testing.T) {
 					}
 					if math.Float32bits(r.s) != math.Float32bits(wantSum) {
 						t.Fatalf("avx2=%v n=%d c=%v %s: sum %v, want %v", avx, n, c, r.name, r.s, wantSum)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestSqDistScaleMax checks SqDistScaleMax against SqDist (Dist with root) times c, bit
+// for bit, and their largest (NaN when one is NaN), on both paths, special values
+// included, at lengths around the vector width.
+func TestSqDistScaleMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
+			dots, kk := elemInput(rng, n), make([]float32, n)
+			for i := range kk {
+				kk[i] = float32(rng.Float64() * 4)
+			}
+			const qq = 2.5
+			for _, root := range []bool{false, true} {
+				for _, c := range []float32{-0.5, 1.25} {
+					want := make([]float32, n)
+					if root {
+						Dist(want, dots, qq, kk)
+					} else {
+						SqDist(want, dots, qq, kk)
+					}
+					m := float32(math.Inf(-1))
+					for i := range want {
+						want[i] *= c
+						m = max(m, want[i])
+					}
+					e := make([]float32, n)
+					got := SqDistScaleMax(e, dots, qq, kk, root, c)
+					if i := sameBits(e, want); i >= 0 {
+						t.Fatalf("avx2=%v n=%d root=%v c=%v: [%d] = %v, want %v", avx, n, root, c, i, e[i], want[i])
+					}
+					if got != m && !(got != got && m != m) {
+						t.Fatalf("avx2=%v n=%d root=%v c=%v: largest %v, want %v", avx, n, root, c, got, m)
 					}
 				}
 			}
