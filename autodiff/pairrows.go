@@ -66,6 +66,16 @@ func ScaleDot32(g, x []float32, c float32) float64 { return float64(vmath.ScaleD
 // times its pair term. dst may be x.
 func Scale32(dst, x []float32, c float32) { vmath.ScaleTo(dst, x, c) }
 
+// Recip1p32 sets k[j] = 1/(1 + c·x[j]) on vector loops where the CPU has them (the same
+// result on every path), k no longer than x (k may be x): PairValues32 of a kernel of
+// that form (Cauchy's).
+func Recip1p32(k, x []float32, c float32) { vmath.Recip1p(k, x, c) }
+
+// RatioGrad32 sets f = g[j]/(a + x[j]) and g[j] = −f, and returns Σ f·x[j], on vector
+// loops where the CPU has them (the same result on every path): PairGrads32 of a kernel
+// whose log-score is −log(a + x) + const (Cauchy's, a = h²).
+func RatioGrad32(g, x []float32, a float32) float64 { return float64(vmath.RatioGrad(g, x, a)) }
+
 // pairAcc holds a backward pass's parts of the parameter gradients, per problem (or per
 // problem and query row), reduced by pairParamGrads: nil where the input is absent.
 type pairAcc struct {
@@ -284,6 +294,12 @@ func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi 
 	x := r.terms(drow, t, lo, hi-lo)
 	h := float32(pr.bandwidth(t))
 	w := row[lo:hi]
+	if r.lin != nil && drow != nil && pr.bias == nil && pr.km == nil && (self < lo || self >= hi) {
+		// Every key in [lo, hi) seen, no bias: the scores and their maximum in one pass.
+		c, _ := r.lin.PairFactor32(h)
+		vmath.SoftmaxMax(w, vmath.ScaleMax(w, x, c))
+		return
+	}
 	if r.direct == nil {
 		r.kern.PairScores32(w, x, h)
 		if pr.bias != nil {

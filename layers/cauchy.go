@@ -85,22 +85,10 @@ func (Cauchy) PairScores32(s, x []float32, h float32) {
 // PairValues32 sets k = 1 / (1 + ‖q − k‖² / h²) from the terms x
 // (autodiff.DirectPairKernel32; k may be x).
 func (Cauchy) PairValues32(k, x []float32, h float32) {
-	k = k[:len(x)]
-	c := 1 / (h * h)
-	for j, v := range x {
-		k[j] = 1 / (1 + v*c)
-	}
+	autodiff.Recip1p32(k[:len(x)], x, 1/(h*h))
 }
 
 // PairGrads32 is PairGrads in float32, in place.
 func (Cauchy) PairGrads32(g, x []float32, h float32) float64 {
-	var gh float64
-	hh := h * h
-	x = x[:len(g)]
-	for j, v := range g {
-		f := v / (hh + x[j])
-		gh += float64(f * x[j])
-		g[j] = -f
-	}
-	return 2 * gh / float64(h)
+	return 2 * autodiff.RatioGrad32(g, x, h*h) / float64(h)
 }

@@ -198,3 +198,33 @@ func SqDiffSum(p, t []float32) float64 {
 	}
 	return r
 }
+
+// Recip1p sets k[i] = 1/(1 + x[i]·c), each step rounded to float32: the same values on
+// every path; x must be at least as long as k (k may be x).
+func Recip1p(k, x []float32, c float32) {
+	x = x[:len(k)]
+	if hasAVX2 && len(k) > 0 {
+		recip1pAVX2(&k[0], &x[0], len(k), c)
+		return
+	}
+	for i, v := range x {
+		k[i] = 1 / (1 + float32(v*c)) // rounded: no fused multiply-add
+	}
+}
+
+// RatioGrad sets f = g[i]/(a + x[i]) and g[i] = −f, and returns Σ f·x[i] in ScaleDot's
+// lanes (element i in lane i mod 8, then lanes8): the same result on every path; x
+// must be at least as long as g.
+func RatioGrad(g, x []float32, a float32) float32 {
+	x = x[:len(g)]
+	if hasAVX2 && len(g) > 0 {
+		return ratioGradAVX2(&g[0], &x[0], len(g), a)
+	}
+	var s [8]float32
+	for i, v := range g {
+		f := v / (a + x[i])
+		s[i&7] += float32(f * x[i])
+		g[i] = -f
+	}
+	return lanes8(&s)
+}

@@ -205,3 +205,40 @@ func TestAdd(t *testing.T) {
 		}
 	}
 }
+
+// TestRecip1pRatioGrad checks Recip1p and RatioGrad against their scalar definitions, bit
+// for bit (RatioGrad's sum in ScaleDot's lanes), on both paths, special values included,
+// at lengths around the vector width.
+func TestRecip1pRatioGrad(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
+			x, g := elemInput(rng, n), elemInput(rng, n)
+			const c, a = 0.37, 1.5
+			want := make([]float32, n)
+			for i, v := range x {
+				want[i] = 1 / (1 + float32(v*c))
+			}
+			k := make([]float32, n)
+			Recip1p(k, x, c)
+			if i := sameBits(k, want); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: Recip1p [%d] = %v, want %v", avx, n, i, k[i], want[i])
+			}
+			var s [8]float32
+			wantG := make([]float32, n)
+			for i, v := range g {
+				f := v / (a + x[i])
+				s[i&7] += float32(f * x[i])
+				wantG[i] = -f
+			}
+			wantSum := lanes8(&s)
+			got := RatioGrad(g, x, a)
+			if i := sameBits(g, wantG); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: RatioGrad [%d] = %v, want %v", avx, n, i, g[i], wantG[i])
+			}
+			if math.Float32bits(got) != math.Float32bits(wantSum) && !(got != got && wantSum != wantSum) {
+				t.Fatalf("avx2=%v n=%d: RatioGrad sum %v, want %v", avx, n, got, wantSum)
+			}
+		}
+	})
+}

@@ -12,7 +12,14 @@ func Softmax(x []float32) {
 	if len(x) == 0 {
 		return
 	}
-	m := Max(x)
+	SoftmaxMax(x, Max(x))
+}
+
+// SoftmaxMax is Softmax of x whose largest entry (Max's, NaN for a NaN) m already is.
+func SoftmaxMax(x []float32, m float32) {
+	if len(x) == 0 {
+		return
+	}
 	switch {
 	case math.IsInf(float64(m), -1):
 		clear(x)

@@ -681,6 +681,92 @@ lcdone:
 	VZEROUPPER
 	RET
 
+// func recip1pAVX2(k, x *float32, n int, c float32)
+// k[i] = 1/(1 + x[i]·c), each step rounded; n > 0. The last n mod 8 elements go
+// through masked loads and stores.
+TEXT ·recip1pAVX2(SB), NOSPLIT, $0-28
+	MOVQ         k+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS c+24(FP), Y8
+	MOVL         $0x3f800000, AX // 1
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	MOVQ         CX, DX
+	ANDQ         $7, DX
+	SHRQ         $3, CX
+	JZ           rptail
+rploop:
+	VMULPS  (SI), Y8, Y0
+	VADDPS  Y7, Y0, Y0
+	VDIVPS  Y0, Y7, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     rploop
+rptail:
+	TESTQ DX, DX
+	JZ    rpdone
+	TAILMASK
+	VMASKMOVPS (SI), Y4, Y0
+	VMULPS     Y8, Y0, Y0
+	VADDPS     Y7, Y0, Y0
+	VDIVPS     Y0, Y7, Y0
+	VMASKMOVPS Y0, Y4, (DI)
+rpdone:
+	VZEROUPPER
+	RET
+
+// func ratioGradAVX2(gr, x *float32, n int, a float32) float32
+// f = gr[i]/(a + x[i]), gr[i] = −f (the sign flipped), and returns Σ f·x[i] (scaleDotAVX2's lanes and
+// order); n > 0. The last n mod 8 elements go through masked loads and stores, their
+// lanes masked out of the sum.
+TEXT ·ratioGradAVX2(SB), NOSPLIT, $0-36
+	MOVQ         gr+0(FP), DI
+	MOVQ         x+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y8
+	VXORPS       Y6, Y6, Y6
+	MOVL         $0x80000000, AX // the sign bit
+	MOVL         AX, X5
+	VBROADCASTSS X5, Y5
+	MOVQ         CX, DX
+	ANDQ         $7, DX
+	SHRQ         $3, CX
+	JZ           rgtail
+rgloop:
+	VMOVUPS (SI), Y1
+	VADDPS  Y8, Y1, Y2
+	VMOVUPS (DI), Y0
+	VDIVPS  Y2, Y0, Y0
+	VMULPS  Y1, Y0, Y3
+	VADDPS  Y3, Y6, Y6
+	VXORPS  Y5, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     rgloop
+rgtail:
+	TESTQ DX, DX
+	JZ    rgdone
+	TAILMASK
+	VMASKMOVPS (SI), Y4, Y1
+	VADDPS     Y8, Y1, Y2
+	VMASKMOVPS (DI), Y4, Y0
+	VDIVPS     Y2, Y0, Y0
+	VMULPS     Y1, Y0, Y3
+	VANDPS     Y4, Y3, Y3
+	VADDPS     Y3, Y6, Y6
+	VXORPS     Y5, Y0, Y0
+	VMASKMOVPS Y0, Y4, (DI)
+rgdone:
+	LANES8
+	VMOVSS X6, ret+32(FP)
+	VZEROUPPER
+	RET
+
 // func maxAVX2(x *float32, n int, m *[8]float32) bool
 // m holds eight lanes whose maximum is that of x[0:n], and the result says whether any
 // x[i] is NaN (then m is meaningless); n ≥ 8. A tail of n mod 8 elements is covered by

@@ -32,6 +32,8 @@ func expScoreGradAVX2(gr, x, d *float32, n int, c, shift, delta, f float32) floa
 func linearCoefsAVX2(dst, gr, x, cs *float32, n int, c float32, term int, add bool) (gx, sd float32) {
 	panic("vmath: no AVX2")
 }
+func recip1pAVX2(k, x *float32, n int, c float32)            { panic("vmath: no AVX2") }
+func ratioGradAVX2(gr, x *float32, n int, a float32) float32 { panic("vmath: no AVX2") }
 func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32 {
 	panic("vmath: no AVX2")
 }
