@@ -44,6 +44,9 @@ type mixComp struct {
 	direct    DirectPairKernel32 // non-nil: its values, not its scores
 	lin       LinearPairKernel32 // non-nil: its scores are a factor times its term
 	termKind  vmath.Term         // the term a linear component reads
+	f, fh     float32            // factor's c(h) and h
+	df        float64            // factor's c′(h)
+	fok       bool               // f, df hold for fh
 	dot, dist bool               // the term it reads
 	radial    bool               // a DistancePairKernel32: the distance, not its square
 	x, e, g   []float32          // [Tk] its terms, its values (or shares), its score gradients
@@ -52,9 +55,19 @@ type mixComp struct {
 	lw        float64            // log w
 }
 
-// factor returns a linear component's factor c(h).
-func (c *mixComp) factor(h float32) float32 {
-	f, _ := c.lin.PairFactor32(h)
+// factor returns a linear component's factor c(h) and its derivative, kept for the
+// bandwidth last asked for (one per problem but with per-query bandwidths).
+func (c *mixComp) factor(h float32) (float32, float64) {
+	if h != c.fh || !c.fok {
+		c.f, c.df = c.lin.PairFactor32(h)
+		c.fh, c.fok = h, true
+	}
+	return c.f, c.df
+}
+
+// factor1 is factor's c(h) alone.
+func (c *mixComp) factor1(h float32) float32 {
+	f, _ := c.factor(h)
 	return f
 }
 
@@ -205,11 +218,11 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 		}
 		switch {
 		case c.lin != nil && all && c.dist: // the scores straight from the dot products
-			m = max(m, vmath.SqDistScaleMax(e, drow[:n], r.qq[t], r.kk[c0:c0+n], c.radial, c.factor(h)))
+			m = max(m, vmath.SqDistScaleMax(e, drow[:n], r.qq[t], r.kk[c0:c0+n], c.radial, c.factor1(h)))
 			continue
 		case c.lin != nil && all:
 			r.terms(c, drow, t, c0, n)
-			m = max(m, vmath.ScaleMax(e, c.term, c.factor(h))) // NaN wins
+			m = max(m, vmath.ScaleMax(e, c.term, c.factor1(h))) // NaN wins
 			continue
 		}
 		r.terms(c, drow, t, c0, n)
@@ -315,7 +328,7 @@ func (r *rowsMix32) share(pr *problem[float32], c *mixComp, shift, z float64, h 
 	}
 	switch {
 	case c.lin != nil:
-		vmath.ExpScaleShiftSum(e, c.term, c.factor(h), float32(shift-c.lw))
+		vmath.ExpScaleShiftSum(e, c.term, c.factor1(h), float32(shift-c.lw))
 		hideOutside(e, 0, pr.km, lo, vlo, vhi, self)
 	case c.direct != nil && fv <= math.MaxFloat32:
 		c.direct.PairValues32(e, c.term, h)
@@ -363,7 +376,7 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		c := &r.comps[l]
 		r.terms(c, drow, t, lo, n)
 		if c.lin != nil && plain {
-			r.sums[l] = vmath.ExpScoreGrad(c.g[:n], c.term, cv, c.factor(h), float32(shift-c.lw), float32(delta), float32(z))
+			r.sums[l] = vmath.ExpScoreGrad(c.g[:n], c.term, cv, c.factor1(h), float32(shift-c.lw), float32(delta), float32(z))
 		} else {
 			f := r.share(pr, c, shift, z, h, t, lo, n, vlo, vhi, self)
 			r.sums[l] = vmath.ScoreGradSum(c.g[:n], cv, c.e[:n], float32(delta), f)
@@ -414,7 +427,7 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 // g); it returns the bandwidth's share and the row's Σ ∂L/∂d².
 func (r *rowsMix32) compGrads(c *mixComp, dst, g []float32, h float32, lo, hi int, add bool) (gh, rowD2 float64) {
 	if c.lin != nil {
-		f, df := c.lin.PairFactor32(h)
+		f, df := c.factor(h)
 		var cs []float32
 		if c.dist {
 			cs = r.cs[lo:hi]

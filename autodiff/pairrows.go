@@ -240,9 +240,7 @@ func (r *rows32) begin(pr *problem[float32], pi int) {
 
 // sqNorms32 sets out[i] = ‖x_i‖² for rows x_i of x (ld apart, d wide).
 func sqNorms32(x []float32, rows, d, ld int, out []float32) {
-	for i := range rows {
-		out[i] = float32(vmath.SqDev64(x[i*ld:i*ld+d], 0))
-	}
+	vmath.SqNorms(out[:rows], x, d, ld)
 }
 
 // expBias32 is expBias in float32.

@@ -198,3 +198,25 @@ func LayerNormRowGrad(x, g, w, dx []float32, mu, rstd float64) {
 	s1, s2 := NormGradSums(x, g, w, mu, rstd)
 	NormGrad(x, g, w, dx, mu, rstd, s1/nf, s2/nf)
 }
+
+// SqNorms sets out[r] to the squared norm of row r of x (d wide, ld apart), the squares
+// rounded to float32 and summed in eight float32 lanes (element i in lane i mod 8, then
+// lanes8): the same result on every path. x must hold len(out) rows.
+func SqNorms(out, x []float32, d, ld int) {
+	if len(out) == 0 || d == 0 {
+		clear(out)
+		return
+	}
+	x = x[:(len(out)-1)*ld+d]
+	if hasAVX2 {
+		sqNormsAVX2(&out[0], &x[0], len(out), d, ld)
+		return
+	}
+	for r := range out {
+		var s [8]float32
+		for i, v := range x[r*ld : r*ld+d] {
+			s[i&7] += float32(v * v)
+		}
+		out[r] = lanes8(&s)
+	}
+}

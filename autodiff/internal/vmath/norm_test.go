@@ -201,3 +201,29 @@ func BenchmarkLayerNormRowOneCall(b *testing.B) {
 		LayerNormRow(x, w, bb, y, 1e-5)
 	}
 }
+
+// TestSqNorms checks SqNorms against its scalar definition bit for bit on both paths,
+// for widths around the vector width and rows apart by more than their width.
+func TestSqNorms(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	onEachPath(func(avx bool) {
+		for _, d := range []int{1, 7, 8, 9, 16, 17, 64} {
+			const rows = 5
+			ld := d + 3
+			x := elemInput(rng, (rows-1)*ld+d)
+			want := make([]float32, rows)
+			for r := range want {
+				var s [8]float32
+				for i, v := range x[r*ld : r*ld+d] {
+					s[i&7] += float32(v * v)
+				}
+				want[r] = lanes8(&s)
+			}
+			got := make([]float32, rows)
+			SqNorms(got, x, d, ld)
+			if i := sameBits(got, want); i >= 0 {
+				t.Fatalf("avx2=%v d=%d: row %d: %v, want %v", avx, d, i, got[i], want[i])
+			}
+		}
+	})
+}

@@ -73,3 +73,6 @@ func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32
 
 //go:noescape
 func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32
+
+//go:noescape
+func sqNormsAVX2(out, x *float32, rows, d, ld int)

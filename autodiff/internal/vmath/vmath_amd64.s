@@ -1237,3 +1237,48 @@ stail1:
 sdone:
 	VZEROUPPER
 	RET
+
+// func sqNormsAVX2(out, x *float32, rows, d, ld int)
+// out[r] = Σ_i x[r·ld + i]² over i < d, the squares summed in lane i mod 8, then LANES8;
+// rows > 0, d > 0. A row's last d mod 8 elements go through masked loads.
+TEXT ·sqNormsAVX2(SB), NOSPLIT, $0-40
+	MOVQ  out+0(FP), DI
+	MOVQ  x+8(FP), SI
+	MOVQ  rows+16(FP), R8
+	MOVQ  d+24(FP), R9
+	MOVQ  ld+32(FP), R10
+	SHLQ  $2, R10
+	MOVQ  R9, DX
+	ANDQ  $7, DX
+	MOVQ  DX, R11
+	TESTQ DX, DX
+	JZ    snrow
+	TAILMASK
+snrow:
+	VXORPS Y6, Y6, Y6
+	MOVQ   SI, BX
+	MOVQ   R9, CX
+	SHRQ   $3, CX
+	JZ     sntail
+snloop:
+	VMOVUPS (BX), Y0
+	VMULPS  Y0, Y0, Y0
+	VADDPS  Y0, Y6, Y6
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     snloop
+sntail:
+	TESTQ R11, R11
+	JZ    snsum
+	VMASKMOVPS (BX), Y4, Y0
+	VMULPS     Y0, Y0, Y0
+	VADDPS     Y0, Y6, Y6
+snsum:
+	LANES8
+	VMOVSS X6, (DI)
+	ADDQ   $4, DI
+	ADDQ   R10, SI
+	DECQ   R8
+	JNZ    snrow
+	VZEROUPPER
+	RET

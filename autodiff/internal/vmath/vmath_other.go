@@ -39,3 +39,5 @@ func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32 {
 }
 
 func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
+
+func sqNormsAVX2(out, x *float32, rows, d, ld int) { panic("vmath: no AVX2") }
