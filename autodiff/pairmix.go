@@ -383,22 +383,37 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		}
 		others += r.sums[l]
 	}
-	sg := vmath.ScoreGradSum(cv, cv, prow, float32(delta), 1) // the score gradients w ⊙ (dm·vᵀ − δ)
-	if r.acc.biasParts != nil {
-		bw := 2*k.biasM + 1
-		addBiasGrads(k, r.acc.biasParts[pi*bw:(pi+1)*bw], cv, t, lo)
-	}
-	var gh, rowD2 float64
-	if r.rest >= 0 { // r.rest's score gradients: the row's less the others', in cv
-		for l := range r.comps {
-			if l != r.rest {
-				vmath.AddScaled(cv, r.comps[l].g[:n], -1)
+	// The score gradients gs = w ⊙ (dm·vᵀ − δ), and r.rest's, the row's less the others',
+	// in cv: with two components and no bias (whose gradients read gs), in one pass.
+	var sg float32
+	if one := 1 - r.rest; len(r.comps) == 2 && r.rest >= 0 && r.acc.biasParts == nil {
+		sg = vmath.ScoreGradSub(cv, prow, r.comps[one].g[:n], float32(delta))
+	} else {
+		sg = vmath.ScoreGradSum(cv, cv, prow, float32(delta), 1)
+		if r.acc.biasParts != nil {
+			bw := 2*k.biasM + 1
+			addBiasGrads(k, r.acc.biasParts[pi*bw:(pi+1)*bw], cv, t, lo)
+		}
+		if r.rest >= 0 {
+			for l := range r.comps {
+				if l != r.rest {
+					vmath.AddScaled(cv, r.comps[l].g[:n], -1)
+				}
 			}
 		}
+	}
+	var gh, rowD2 float64
+	if r.rest >= 0 {
 		r.sums[r.rest] = sg - others
 		c := &r.comps[r.rest]
-		r.terms(c, drow, t, lo, n)
-		gh, rowD2 = r.compGrads(c, cv, cv, h, lo, hi, false)
+		if c.dist { // its distances formed and used in one pass
+			f, df := c.factor(h)
+			gx, sd := vmath.DistCoefs(cv, drow, r.qq[t], r.kk[lo:hi], r.cs[lo:hi], f, c.radial)
+			gh, rowD2 = float64(gx)*df, float64(sd)
+		} else {
+			r.terms(c, drow, t, lo, n)
+			gh, rowD2 = r.compGrads(c, cv, cv, h, lo, hi, false)
+		}
 	} else {
 		clear(cv)
 	}

@@ -54,3 +54,21 @@ func ExpScoreGrad(g, x, d []float32, c, shift, delta, f float32) float32 {
 	}
 	return lanes8(&s)
 }
+
+// ScoreGradSub sets d[i] = v − sub[i] with v = p[i]·(d[i] − delta), the value
+// ScoreGradSum gives at scale 1, and returns Σ v in its lanes: ScoreGradSum(d, d, p,
+// delta, 1) then AddScaled(d, sub, −1) in one pass, the same result on every path; p and
+// sub must be at least as long as d.
+func ScoreGradSub(d, p, sub []float32, delta float32) float32 {
+	p, sub = p[:len(d)], sub[:len(d)]
+	if hasAVX2 && len(d) > 0 {
+		return scoreGradSubAVX2(&d[0], &p[0], &sub[0], len(d), delta)
+	}
+	var s [8]float32
+	for i := range d {
+		v := float32(p[i] * (d[i] - delta)) // rounded: no fused multiply-add into s
+		s[i&7] += v
+		d[i] = v - sub[i]
+	}
+	return lanes8(&s)
+}

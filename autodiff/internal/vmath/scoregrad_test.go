@@ -116,3 +116,30 @@ func TestExpScoreGrad(t *testing.T) {
 		}
 	})
 }
+
+// TestScoreGradSub checks ScoreGradSub against ScoreGradSum at scale 1 then AddScaled by
+// −1, bit for bit (values and sum), on both paths, special values included, at lengths
+// around the vector width.
+func TestScoreGradSub(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
+			d0, p, sub := elemInput(rng, n), elemInput(rng, n), elemInput(rng, n)
+			for _, delta := range []float32{0.3, -1.25} {
+				want := append([]float32(nil), d0...)
+				wantSum := ScoreGradSum(want, want, p, delta, 1)
+				AddScaled(want, sub, -1)
+				d := append([]float32(nil), d0...)
+				got := ScoreGradSub(d, p, sub, delta)
+				for i := range d { // bit for bit; a NaN's payload may differ
+					if math.Float32bits(d[i]) != math.Float32bits(want[i]) && !(d[i] != d[i] && want[i] != want[i]) {
+						t.Fatalf("avx2=%v n=%d delta %v: [%d] = %v, want %v", avx, n, delta, i, d[i], want[i])
+					}
+				}
+				if math.Float32bits(got) != math.Float32bits(wantSum) && !(got != got && wantSum != wantSum) {
+					t.Fatalf("avx2=%v n=%d delta %v: sum %v, want %v", avx, n, delta, got, wantSum)
+				}
+			}
+		}
+	})
+}

@@ -182,3 +182,37 @@ func LinearCoefs(dst, g, x, cs []float32, c float32, term Term, add bool) (gx, s
 	}
 	return lanes8(&sx), lanes8(&ss)
 }
+
+// DistCoefs is LinearCoefs(g, g, x, cs, c, term, false) of the score gradients g in
+// place, with x the distances Dist forms from dots, qq and kk (TermDist, if root) or the
+// squared distances SqDist forms (TermSqDist), without storing them: the same result on
+// every path. dots, kk and cs must be at least as long as g.
+func DistCoefs(g, dots []float32, qq float32, kk, cs []float32, c float32, root bool) (gx, sd float32) {
+	dots, kk, cs = dots[:len(g)], kk[:len(g)], cs[:len(g)]
+	if hasAVX2 && len(g) > 0 {
+		return distCoefsAVX2(&g[0], &dots[0], &kk[0], &cs[0], len(g), qq, c, root)
+	}
+	var sx, ss [8]float32
+	for i, gi := range g {
+		x := (qq + kk[i]) - 2*dots[i]
+		if x < 0 {
+			x = 0
+		}
+		if root {
+			x = float32(math.Sqrt(float64(x)))
+		}
+		sx[i&7] += float32(gi * x)
+		v := c * gi
+		if root {
+			if v == 0 || x == 0 {
+				v = 0
+			} else {
+				v /= 2 * x
+			}
+		}
+		ss[i&7] += v
+		cs[i] += v
+		g[i] = -2 * v
+	}
+	return lanes8(&sx), lanes8(&ss)
+}

@@ -222,3 +222,44 @@ func TestLinearCoefs(t *testing.T) {
 		}
 	})
 }
+
+// TestDistCoefs checks DistCoefs against Dist (SqDist) then LinearCoefs in place, bit
+// for bit (coefficients, cs, both sums), on both paths, special values included, at
+// lengths around the vector width.
+func TestDistCoefs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(45, 46))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100} {
+			g0, dots, cs0 := elemInput(rng, n), elemInput(rng, n), elemInput(rng, n)
+			kk := make([]float32, n)
+			for i := range kk {
+				kk[i] = float32(rng.Float64() * 3)
+			}
+			const qq, c = 1.75, -0.6
+			for _, root := range []bool{false, true} {
+				x := make([]float32, n)
+				term := TermSqDist
+				if root {
+					Dist(x, dots, qq, kk)
+					term = TermDist
+				} else {
+					SqDist(x, dots, qq, kk)
+				}
+				want, wantCs := append([]float32(nil), g0...), append([]float32(nil), cs0...)
+				wantGx, wantSd := LinearCoefs(want, want, x, wantCs, c, term, false)
+				g, cs := append([]float32(nil), g0...), append([]float32(nil), cs0...)
+				gx, sd := DistCoefs(g, dots, qq, kk, cs, c, root)
+				if i := sameBits(g, want); i >= 0 {
+					t.Fatalf("avx2=%v n=%d root=%v: g[%d] = %v, want %v", avx, n, root, i, g[i], want[i])
+				}
+				if i := sameBits(cs, wantCs); i >= 0 {
+					t.Fatalf("avx2=%v n=%d root=%v: cs[%d] = %v, want %v", avx, n, root, i, cs[i], wantCs[i])
+				}
+				same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+				if !same(gx, wantGx) || !same(sd, wantSd) {
+					t.Fatalf("avx2=%v n=%d root=%v: sums %v, %v, want %v, %v", avx, n, root, gx, sd, wantGx, wantSd)
+				}
+			}
+		}
+	})
+}

@@ -76,3 +76,9 @@ func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32
 
 //go:noescape
 func sqNormsAVX2(out, x *float32, rows, d, ld int)
+
+//go:noescape
+func distCoefsAVX2(dst, dots, kk, cs *float32, n int, qq, c float32, root bool) (gx, sd float32)
+
+//go:noescape
+func scoreGradSubAVX2(d, p, sub *float32, n int, delta float32) float32

@@ -767,6 +767,160 @@ rgdone:
 	VZEROUPPER
 	RET
 
+// func distCoefsAVX2(dst, dots, kk, cs *float32, n int, qq, c float32, root bool) (gx, sd float32)
+// linearCoefsAVX2(dst, dst, x, cs, n, c, term, false) with x = max(qq + kk − 2·dots, 0)
+// (its square root, term 2, if root; term 1 otherwise), formed as sqDistAVX2 forms it;
+// n > 0. The last n mod 8 elements go through masked loads and stores.
+TEXT ·distCoefsAVX2(SB), NOSPLIT, $0-64
+	MOVQ         dst+0(FP), DI
+	MOVQ         dots+8(FP), SI
+	MOVQ         kk+16(FP), DX
+	MOVQ         cs+24(FP), BX
+	MOVQ         n+32(FP), CX
+	VBROADCASTSS qq+40(FP), Y4
+	VBROADCASTSS c+44(FP), Y8
+	MOVBLZX      root+48(FP), R8
+	VXORPS       Y5, Y5, Y5
+	MOVL         $0xc0000000, AX // −2
+	MOVL         AX, X6
+	VBROADCASTSS X6, Y6
+	VXORPS       Y10, Y10, Y10
+	VXORPS       Y11, Y11, Y11
+	MOVQ         CX, R10
+	ANDQ         $7, R10
+	SHRQ         $3, CX
+	JZ           dctail
+dcloop:
+	SQDIST8
+	TESTQ   R8, R8
+	JZ      dcx
+	VSQRTPS Y0, Y0
+dcx:
+	VMOVAPS Y0, Y1
+	VMOVUPS (DI), Y0
+	VMULPS  Y1, Y0, Y2
+	VADDPS  Y2, Y10, Y10
+	VMULPS  Y8, Y0, Y0
+	TESTQ   R8, R8
+	JZ      dcsq
+	VCMPPS  $4, Y5, Y0, Y2 // v ≠ 0, unordered
+	VCMPPS  $4, Y5, Y1, Y3 // x ≠ 0, unordered
+	VANDPS  Y3, Y2, Y2
+	VADDPS  Y1, Y1, Y1
+	VDIVPS  Y1, Y0, Y0
+	VANDPS  Y2, Y0, Y0
+dcsq:
+	VADDPS  Y0, Y11, Y11
+	VADDPS  (BX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	VMULPS  Y6, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     dcloop
+dctail:
+	TESTQ   R10, R10
+	JZ      dcdone
+	MOVQ    DX, R9
+	MOVQ    R10, DX
+	VMOVAPS Y4, Y7
+	TAILMASK
+	VMOVAPS Y4, Y9
+	VMOVAPS Y7, Y4
+	MOVQ    R9, DX
+	VMASKMOVPS  (DX), Y9, Y1
+	VMASKMOVPS  (SI), Y9, Y2
+	VADDPS      Y1, Y4, Y0
+	VFMADD231PS Y2, Y6, Y0
+	VMAXPS      Y0, Y5, Y0
+	TESTQ   R8, R8
+	JZ      dctx
+	VSQRTPS Y0, Y0
+dctx:
+	VMOVAPS    Y0, Y1
+	VMASKMOVPS (DI), Y9, Y0
+	VMULPS     Y1, Y0, Y2
+	VANDPS     Y9, Y2, Y2
+	VADDPS     Y2, Y10, Y10
+	VMULPS     Y8, Y0, Y0
+	TESTQ      R8, R8
+	JZ         dctsq
+	VCMPPS     $4, Y5, Y0, Y2
+	VCMPPS     $4, Y5, Y1, Y3
+	VANDPS     Y3, Y2, Y2
+	VADDPS     Y1, Y1, Y1
+	VDIVPS     Y1, Y0, Y0
+	VANDPS     Y2, Y0, Y0
+dctsq:
+	VANDPS     Y9, Y0, Y0
+	VADDPS     Y0, Y11, Y11
+	VMASKMOVPS (BX), Y9, Y1
+	VADDPS     Y1, Y0, Y1
+	VMASKMOVPS Y1, Y9, (BX)
+	VMULPS     Y6, Y0, Y0
+	VMASKMOVPS Y0, Y9, (DI)
+dcdone:
+	VMOVAPS Y10, Y6
+	LANES8
+	VMOVSS  X6, gx+56(FP)
+	VMOVAPS Y11, Y6
+	LANES8
+	VMOVSS  X6, sd+60(FP)
+	VZEROUPPER
+	RET
+
+// func scoreGradSubAVX2(d, p, sub *float32, n int, delta float32) float32
+// v = p[i]·(d[i] − delta) (scoreGradSumAVX2's roundings at scale 1), d[i] = v − sub[i],
+// and returns Σ v in scoreGradSumAVX2's lanes and order; n > 0. The last n mod 8
+// elements go through masked loads and stores, their lanes masked out of the sum.
+TEXT ·scoreGradSubAVX2(SB), NOSPLIT, $0-44
+	MOVQ         d+0(FP), DI
+	MOVQ         p+8(FP), SI
+	MOVQ         sub+16(FP), DX
+	MOVQ         n+24(FP), CX
+	VBROADCASTSS delta+32(FP), Y2
+	VXORPS       Y6, Y6, Y6
+	MOVQ         CX, BX
+	ANDQ         $7, BX
+	SHRQ         $3, CX
+	JZ           sstail
+ssloop:
+	VMOVUPS (DI), Y1
+	VSUBPS  Y2, Y1, Y1
+	VMULPS  (SI), Y1, Y0
+	VADDPS  Y0, Y6, Y6
+	VSUBPS  (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     ssloop
+sstail:
+	TESTQ BX, BX
+	JZ    ssdone
+	MOVQ  DX, R9
+	MOVQ  BX, DX
+	TAILMASK
+	MOVQ  R9, DX
+	VMASKMOVPS (DI), Y4, Y1
+	VSUBPS     Y2, Y1, Y1
+	VMASKMOVPS (SI), Y4, Y3
+	VMULPS     Y3, Y1, Y0
+	VANDPS     Y4, Y0, Y0
+	VADDPS     Y0, Y6, Y6
+	VMASKMOVPS (DX), Y4, Y3
+	VSUBPS     Y3, Y0, Y0
+	VMASKMOVPS Y0, Y4, (DI)
+ssdone:
+	LANES8
+	VMOVSS X6, ret+40(FP)
+	VZEROUPPER
+	RET
+
 // func maxAVX2(x *float32, n int, m *[8]float32) bool
 // m holds eight lanes whose maximum is that of x[0:n], and the result says whether any
 // x[i] is NaN (then m is meaningless); n ≥ 8. A tail of n mod 8 elements is covered by

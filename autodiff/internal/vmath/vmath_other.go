@@ -41,3 +41,9 @@ func scoreGradSumAVX2(dst, d, p *float32, n int, delta, scale float32) float32 {
 func addSumScaleAVX2(gr, acc *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
 
 func sqNormsAVX2(out, x *float32, rows, d, ld int) { panic("vmath: no AVX2") }
+
+func distCoefsAVX2(dst, dots, kk, cs *float32, n int, qq, c float32, root bool) (gx, sd float32) {
+	panic("vmath: no AVX2")
+}
+
+func scoreGradSubAVX2(d, p, sub *float32, n int, delta float32) float32 { panic("vmath: no AVX2") }
