@@ -97,6 +97,8 @@ type rowsMix32 struct {
 	sums   []float32 // [L] the components' Σ of score gradients in a row
 	rest   int       // the component whose score gradients are the row's less the others', or −1
 	pi     int       // the forward pass's problem
+	sum    float32   // the row's values' sum, formed with them by values
+	sumOK  bool      // sum holds (every component of scores)
 }
 
 // newRowsMix32 returns a worker's rows for the mixture of k; shift and inv hold the op's
@@ -242,6 +244,7 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 	if math.IsInf(float64(m), -1) {
 		m = 0
 	}
+	r.sum, r.sumOK = 0, true
 	for l := range r.comps {
 		c := &r.comps[l]
 		e := c.e[:n]
@@ -254,10 +257,11 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 			if l > 0 {
 				vmath.Add(dst[:n], e)
 			}
+			r.sumOK = false
 		case l > 0:
-			vmath.ExpScaleShiftAdd(dst[:n], e, 1, float32(float64(m)-c.lw))
+			r.sum += vmath.ExpScaleShiftAdd(dst[:n], e, 1, float32(float64(m)-c.lw))
 		default:
-			vmath.ExpShiftSum(e, float32(float64(m)-c.lw))
+			r.sum += vmath.ExpShiftSum(e, float32(float64(m)-c.lw))
 		}
 	}
 	return m, true
@@ -278,10 +282,16 @@ func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, c
 		r.shift[i] = math.NaN()
 		return
 	}
-	if pr.bias != nil {
-		mulBias(k, w, r.eb, t, lo)
+	var sum float64
+	if pr.bias == nil && r.sumOK { // the sum of the exponentials values formed
+		sum = normaliseBy32(w, float64(r.sum))
+	} else {
+		if pr.bias != nil {
+			mulBias(k, w, r.eb, t, lo)
+		}
+		sum = normaliseValues32(w)
 	}
-	switch sum := normaliseValues32(w); {
+	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
 		r.shift[i] = math.NaN()
 	case sum == 0:

@@ -316,8 +316,10 @@ func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi 
 
 // normaliseValues32 is normaliseValues in place on float32, on vector loops; it returns
 // the values' sum.
-func normaliseValues32(w []float32) float64 {
-	sum := vmath.Sum64(w)
+func normaliseValues32(w []float32) float64 { return normaliseBy32(w, vmath.Sum64(w)) }
+
+// normaliseBy32 is normaliseValues32 with the values' sum given.
+func normaliseBy32(w []float32, sum float64) float64 {
 	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
 		fillNaN(w)
