@@ -67,9 +67,10 @@
 // LocalMean and Attention share, and one product with the values, keeping the weights
 // for the backward pass (the faster choice at short and moderate lengths). In float32 it
 // takes a kernel's float32 rows where the kernel has them (PairKernel32, and
-// DirectPairKernel32, DistancePairKernel32, MixturePairKernel32): the pair terms formed
-// once and kept, scores, values and gradients in place on vector loops; ScaleDot32 is one
-// such loop for kernels that implement them.
+// DirectPairKernel32, DistancePairKernel32, LinearPairKernel32, MixturePairKernel32): the
+// pair terms formed once and kept, scores, values and gradients in place on vector loops;
+// Scale32, ScaleDot32, Recip1p32 and RatioGrad32 are such loops for kernels that
+// implement them.
 //
 // CheckGradients compares every gradient with central finite differences in float64;
 // Locus trains in float32.
