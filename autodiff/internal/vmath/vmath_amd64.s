@@ -173,6 +173,16 @@ GLOBL vconst<>(SB), RODATA|NOPTR, $512
 	VPSLLD $23, Y1, Y1 \
 	VMULPS Y1, Y0, Y0
 
+// EXPCS8 sets Y0 = exp(c·x − shift) for the eight x in Y0, with Y8 = c and Y7 = shift
+// broadcast, 0 where c·x − shift < C_lo or is NaN (the product and the difference each
+// rounded); it clobbers Y1, Y2, Y3 and Y5.
+#define EXPCS8 \
+	VMULPS Y8, Y0, Y0 \
+	VSUBPS Y7, Y0, Y0 \
+	VCMPPS $0x1d, C_lo, Y0, Y5 \
+	EXP8 \
+	VANDPS Y5, Y0, Y0
+
 // tailmask<>+32−4r holds eight dwords, the first r all ones: a load and store mask
 // for the last r < 8 elements.
 DATA tailmask<>+0(SB)/8, $-1
@@ -202,6 +212,25 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 	VMOVSHDUP    X6, X1 \
 	VADDSS       X1, X6, X6
 
+// LANESMAX sets X0's low lane to the largest of Y0's eight lanes; it clobbers X1.
+#define LANESMAX \
+	VEXTRACTF128 $1, Y0, X1 \
+	VMAXPS       X1, X0, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VMAXPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VMAXSS       X1, X0, X0
+
+// DISTDIV sets Y0 = Y0 / (Y1 + Y1), 0 where Y0 or Y1 is 0 (distGradAVX2's rule: a NaN
+// stays), with Y5 = 0; it clobbers Y1, Y2 and Y3.
+#define DISTDIV \
+	VCMPPS $4, Y5, Y0, Y2 \
+	VCMPPS $4, Y5, Y1, Y3 \
+	VANDPS Y3, Y2, Y2 \
+	VADDPS Y1, Y1, Y1 \
+	VDIVPS Y1, Y0, Y0 \
+	VANDPS Y2, Y0, Y0
+
 // func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32
 // v[i] = exp(c·x[i] − shift) (the product and the difference each rounded), 0 where
 // c·x[i] − shift < C_lo or is NaN, into dst[i] (added to it if add), and returns Σ v[i]
@@ -220,11 +249,8 @@ TEXT ·expScaleShiftSumAVX2(SB), NOSPLIT, $0-44
 	SHRQ $3, CX
 	JZ   etail
 eloop:
-	VMULPS (SI), Y8, Y0
-	VSUBPS Y7, Y0, Y0
-	VCMPPS $0x1d, C_lo, Y0, Y5 // Y5 = Y0 ≥ C_lo (ordered: false for NaN)
-	EXP8
-	VANDPS Y5, Y0, Y0
+	VMOVUPS (SI), Y0
+	EXPCS8
 	TESTQ BX, BX
 	JZ   estore
 	VADDPS (DI), Y0, Y1
@@ -243,12 +269,8 @@ etail:
 	JZ   edone
 	TAILMASK
 	VMASKMOVPS (SI), Y4, Y0
-	VMULPS Y8, Y0, Y0
-	VSUBPS Y7, Y0, Y0
-	VCMPPS $0x1d, C_lo, Y0, Y5
-	VANDPS Y4, Y5, Y5 // and only the tail's lanes
-	EXP8
-	VANDPS Y5, Y0, Y0
+	EXPCS8
+	VANDPS Y4, Y0, Y0 // only the tail's lanes
 	TESTQ BX, BX
 	JZ   etstore
 	VMASKMOVPS (DI), Y4, Y1
@@ -311,6 +333,22 @@ sddone:
 	VFMADD231PS (SI), Y6, Y0 \
 	VMAXPS      Y0, Y5, Y0
 
+// SQDIST8TAIL is SQDIST8 for the last R10 < 8 floats, through masked loads, and leaves
+// their mask in Y9 (it uses AX, R9, Y12; DX is kept).
+#define SQDIST8TAIL \
+	MOVQ        DX, R9 \
+	MOVQ        R10, DX \
+	VMOVAPS     Y4, Y12 \
+	TAILMASK \
+	VMOVAPS     Y4, Y9 \
+	VMOVAPS     Y12, Y4 \
+	MOVQ        R9, DX \
+	VMASKMOVPS  (DX), Y9, Y1 \
+	VMASKMOVPS  (SI), Y9, Y2 \
+	VADDPS      Y1, Y4, Y0 \
+	VFMADD231PS Y2, Y6, Y0 \
+	VMAXPS      Y0, Y5, Y0
+
 // func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int, root bool)
 // x = max(qq + kk − 2·dots, 0), its square root if root, for n a positive multiple of 8.
 TEXT ·sqDistAVX2(SB), NOSPLIT, $0-41
@@ -371,8 +409,8 @@ TEXT ·sqDistScaleMaxAVX2(SB), NOSPLIT, $0-52
 	VBROADCASTSS X7, Y7
 	VMOVAPS      Y7, Y11
 	VXORPS       Y3, Y3, Y3
-	MOVQ         CX, R8
-	ANDQ         $7, R8
+	MOVQ         CX, R10
+	ANDQ         $7, R10
 	SHRQ         $3, CX
 	JZ           dmtail
 dmloop:
@@ -392,20 +430,9 @@ dmscale:
 	DECQ    CX
 	JNZ     dmloop
 dmtail:
-	TESTQ   R8, R8
+	TESTQ   R10, R10
 	JZ      dmdone
-	MOVQ    DX, R9
-	MOVQ    R8, DX
-	VMOVAPS Y4, Y10
-	TAILMASK
-	VMOVAPS Y4, Y9
-	VMOVAPS Y10, Y4
-	MOVQ    R9, DX
-	VMASKMOVPS  (DX), Y9, Y1
-	VMASKMOVPS  (SI), Y9, Y2
-	VADDPS      Y1, Y4, Y0
-	VFMADD231PS Y2, Y6, Y0
-	VMAXPS      Y0, Y5, Y0
+	SQDIST8TAIL
 	TESTQ   BX, BX
 	JZ      dmtscale
 	VSQRTPS Y0, Y0
@@ -418,12 +445,7 @@ dmtscale:
 	VMAXPS     Y0, Y11, Y11
 dmdone:
 	VMOVAPS      Y11, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VMAXPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VMAXSS       X1, X0, X0
+	LANESMAX
 	VMOVMSKPS    Y3, AX
 	TESTL        AX, AX
 	JZ           dmret
@@ -454,11 +476,8 @@ TEXT ·expScoreGradAVX2(SB), NOSPLIT, $0-52
 	SHRQ         $3, CX
 	JZ           xgtail
 xgloop:
-	VMULPS  (SI), Y8, Y0
-	VSUBPS  Y7, Y0, Y0
-	VCMPPS  $0x1d, C_lo, Y0, Y5
-	EXP8
-	VANDPS  Y5, Y0, Y0
+	VMOVUPS (SI), Y0
+	EXPCS8
 	VMULPS  Y10, Y0, Y0
 	VMOVUPS (DX), Y1
 	VSUBPS  Y9, Y1, Y1
@@ -478,12 +497,8 @@ xgtail:
 	TAILMASK
 	MOVQ  R9, DX
 	VMASKMOVPS (SI), Y4, Y0
-	VMULPS     Y8, Y0, Y0
-	VSUBPS     Y7, Y0, Y0
-	VCMPPS     $0x1d, C_lo, Y0, Y5
-	VANDPS     Y4, Y5, Y5
-	EXP8
-	VANDPS     Y5, Y0, Y0
+	EXPCS8
+	VANDPS     Y4, Y0, Y0 // only the tail's lanes
 	VMULPS     Y10, Y0, Y0
 	VMASKMOVPS (DX), Y4, Y1
 	VSUBPS     Y9, Y1, Y1
@@ -614,12 +629,7 @@ lcloop:
 	JZ      lcstore
 	CMPQ    R8, $2
 	JNE     lcsq
-	VCMPPS  $4, Y5, Y0, Y2 // v ≠ 0, unordered
-	VCMPPS  $4, Y5, Y1, Y3 // x ≠ 0, unordered
-	VANDPS  Y3, Y2, Y2
-	VADDPS  Y1, Y1, Y1
-	VDIVPS  Y1, Y0, Y0
-	VANDPS  Y2, Y0, Y0
+	DISTDIV
 lcsq:
 	VADDPS  Y0, Y11, Y11
 	VADDPS  (BX), Y0, Y1
@@ -653,12 +663,7 @@ lctail:
 	JZ         lctstore
 	CMPQ       R8, $2
 	JNE        lctsq
-	VCMPPS     $4, Y5, Y0, Y2
-	VCMPPS     $4, Y5, Y1, Y3
-	VANDPS     Y3, Y2, Y2
-	VADDPS     Y1, Y1, Y1
-	VDIVPS     Y1, Y0, Y0
-	VANDPS     Y2, Y0, Y0
+	DISTDIV
 lctsq:
 	VADDPS     Y0, Y11, Y11
 	VMASKMOVPS (BX), Y4, Y1
@@ -803,12 +808,7 @@ dcx:
 	VMULPS  Y8, Y0, Y0
 	TESTQ   R8, R8
 	JZ      dcsq
-	VCMPPS  $4, Y5, Y0, Y2 // v ≠ 0, unordered
-	VCMPPS  $4, Y5, Y1, Y3 // x ≠ 0, unordered
-	VANDPS  Y3, Y2, Y2
-	VADDPS  Y1, Y1, Y1
-	VDIVPS  Y1, Y0, Y0
-	VANDPS  Y2, Y0, Y0
+	DISTDIV
 dcsq:
 	VADDPS  Y0, Y11, Y11
 	VADDPS  (BX), Y0, Y1
@@ -824,18 +824,7 @@ dcsq:
 dctail:
 	TESTQ   R10, R10
 	JZ      dcdone
-	MOVQ    DX, R9
-	MOVQ    R10, DX
-	VMOVAPS Y4, Y7
-	TAILMASK
-	VMOVAPS Y4, Y9
-	VMOVAPS Y7, Y4
-	MOVQ    R9, DX
-	VMASKMOVPS  (DX), Y9, Y1
-	VMASKMOVPS  (SI), Y9, Y2
-	VADDPS      Y1, Y4, Y0
-	VFMADD231PS Y2, Y6, Y0
-	VMAXPS      Y0, Y5, Y0
+	SQDIST8TAIL
 	TESTQ   R8, R8
 	JZ      dctx
 	VSQRTPS Y0, Y0
@@ -848,12 +837,7 @@ dctx:
 	VMULPS     Y8, Y0, Y0
 	TESTQ      R8, R8
 	JZ         dctsq
-	VCMPPS     $4, Y5, Y0, Y2
-	VCMPPS     $4, Y5, Y1, Y3
-	VANDPS     Y3, Y2, Y2
-	VADDPS     Y1, Y1, Y1
-	VDIVPS     Y1, Y0, Y0
-	VANDPS     Y2, Y0, Y0
+	DISTDIV
 dctsq:
 	VANDPS     Y9, Y0, Y0
 	VADDPS     Y0, Y11, Y11
@@ -996,12 +980,7 @@ smtail:
 	VORPS Y2, Y3, Y3
 	VMAXPS Y1, Y0, Y0
 smdone:
-	VEXTRACTF128 $1, Y0, X1
-	VMAXPS X1, X0, X0
-	VMOVHLPS X0, X0, X1
-	VMAXPS X1, X0, X0
-	VMOVSHDUP X0, X1
-	VMAXSS X1, X0, X0
+	LANESMAX
 	VMOVMSKPS Y3, AX
 	TESTL AX, AX
 	JZ   smret
