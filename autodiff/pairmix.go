@@ -78,9 +78,9 @@ func (c *mixComp) factor1(h float32) float32 {
 // keeps the query's shift c = m and the inverse z of the normalised values' sum (its
 // weights are z·Σ_l w_l·exp(s_l − c)·exp(bias − max bias)). The backward pass forms each
 // component's share of the weights, q_l = z·w_l·exp(s_l − c)·exp(bias − max bias), for
-// every component but the last, whose score gradients are those of the whole row less
-// the others' (Σ_l q_l is the weight): one component's exponentials fewer than the
-// forward pass, and no division. The dot products stay in the op's buffer; the distances
+// every component but one linear in its term (rest), whose score gradients are those of
+// the whole row less the others' (Σ_l q_l is the weight): one component's exponentials
+// fewer than the forward pass, and no division. The dot products stay in the op's buffer; the distances
 // are formed from them per component. TiledLocalMean's tiles use it too (tileValues,
 // coefs), with their log-normalisers as c and z = 1.
 type rowsMix32 struct {
@@ -283,7 +283,7 @@ func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, c
 		return
 	}
 	var sum float64
-	if pr.bias == nil && r.sumOK { // the sum of the exponentials values formed
+	if pr.bias == nil && r.sumOK { // the sum of the exponentials that values formed
 		sum = normaliseBy32(w, float64(r.sum))
 	} else {
 		if pr.bias != nil {
