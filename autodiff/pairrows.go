@@ -348,7 +348,7 @@ func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta flo
 	if x == nil {
 		x = r.zeros[:hi-lo]
 	}
-	if r.lin != nil && x != nil {
+	if r.lin != nil {
 		c, dc := r.lin.PairFactor32(float32(pr.bandwidth(t)))
 		var cs []float32
 		if k.useDist {
