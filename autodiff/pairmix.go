@@ -40,35 +40,11 @@ func mixComponents(kern PairKernel) []PairKernel32 {
 
 // mixComp is one component of rowsMix32 and its row buffers.
 type mixComp struct {
-	kern      PairKernel32
-	direct    DirectPairKernel32 // non-nil: its values, not its scores
-	lin       LinearPairKernel32 // non-nil: its scores are a factor times its term
-	termKind  vmath.Term         // the term a linear component reads
-	f, fh     float32            // factor's c(h) and h
-	df        float64            // factor's c′(h)
-	fok       bool               // f, df hold for fh
-	dot, dist bool               // the term it reads
-	radial    bool               // a DistancePairKernel32: the distance, not its square
-	x, e, g   []float32          // [Tk] its terms, its values (or shares), its score gradients
-	term      []float32          // the terms of the current row (x, or the dot products)
-	w         float32            // its weight softmax(θ)_l in the current problem
-	lw        float64            // log w
-}
-
-// factor returns a linear component's factor c(h) and its derivative, kept for the
-// bandwidth last asked for (one per problem but with per-query bandwidths).
-func (c *mixComp) factor(h float32) (float32, float64) {
-	if h != c.fh || !c.fok {
-		c.f, c.df = c.lin.PairFactor32(h)
-		c.fh, c.fok = h, true
-	}
-	return c.f, c.df
-}
-
-// factor1 is factor's c(h) alone.
-func (c *mixComp) factor1(h float32) float32 {
-	f, _ := c.factor(h)
-	return f
+	kernel32
+	x, e, g []float32 // [Tk] its terms, its values (or shares), its score gradients
+	term    []float32 // the terms of the current row (x, or the dot products)
+	w       float32   // its weight softmax(θ)_l in the current problem
+	lw      float64   // log w
 }
 
 // rowsMix32 evaluates the rows of a mixture (MixturePairKernel32) in float32. The
@@ -107,18 +83,7 @@ type rowsMix32 struct {
 func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, norms []float32) *rowsMix32 {
 	r := &rowsMix32{k: k, d: d, acc: acc, shift: shift, inv: inv, norms: norms, sums: make([]float32, len(k.mix32))}
 	for _, c := range k.mix32 {
-		mc := mixComp{kern: c, x: make([]float32, d.tk), e: make([]float32, d.tk), g: make([]float32, d.tk)}
-		mc.direct, _ = c.(DirectPairKernel32)
-		mc.lin, _ = c.(LinearPairKernel32)
-		mc.dot, mc.dist = c.PairTerms()
-		_, mc.radial = c.(DistancePairKernel32)
-		mc.radial = mc.radial && mc.dist
-		switch {
-		case mc.radial:
-			mc.termKind = vmath.TermDist
-		case mc.dist:
-			mc.termKind = vmath.TermSqDist
-		}
+		mc := mixComp{kernel32: newKernel32(c), x: make([]float32, d.tk), e: make([]float32, d.tk), g: make([]float32, d.tk)}
 		r.comps = append(r.comps, mc)
 	}
 	// The last component whose log-score is linear in its term takes the row's score
@@ -412,17 +377,21 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 			}
 		}
 	}
+	var cs []float32 // the keys' Σ ∂L/∂d², when a component reads distances
+	if k.useDist {
+		cs = r.cs[lo:hi]
+	}
 	var gh, rowD2 float64
 	if r.rest >= 0 {
 		r.sums[r.rest] = sg - others
 		c := &r.comps[r.rest]
 		if c.dist { // its distances formed and used in one pass
 			f, df := c.factor(h)
-			gx, sd := vmath.DistCoefs(cv, drow, r.qq[t], r.kk[lo:hi], r.cs[lo:hi], f, c.radial)
+			gx, sd := vmath.DistCoefs(cv, drow, r.qq[t], r.kk[lo:hi], cs, f, c.radial)
 			gh, rowD2 = float64(gx)*df, float64(sd)
 		} else {
 			r.terms(c, drow, t, lo, n)
-			gh, rowD2 = r.compGrads(c, cv, cv, h, lo, hi, false)
+			gh, rowD2 = c.termCoefs(cv, cv, c.term, cs, h, false)
 		}
 	} else {
 		clear(cv)
@@ -437,40 +406,14 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		if l == r.rest {
 			continue
 		}
-		ghl, d2 := r.compGrads(&r.comps[l], cv, r.comps[l].g[:n], h, lo, hi, true)
+		c := &r.comps[l]
+		ghl, d2 := c.termCoefs(cv, c.g[:n], c.term, cs, h, true)
 		gh, rowD2 = gh+ghl, rowD2+d2
 	}
 	if r.acc.hRows != nil {
 		r.acc.hRows[pi*r.d.tq+t] += gh
 	}
 	return rowD2
-}
-
-// compGrads turns component c's score gradients g (of keys lo..hi−1) into the
-// coefficients of the dot products, g·∂s/∂dot or −2·∂L/∂d² with ∂L/∂d² added into the
-// keys' sums, in dst (added to it if add; g is overwritten unless c is linear; dst may be
-// g); it returns the bandwidth's share and the row's Σ ∂L/∂d².
-func (r *rowsMix32) compGrads(c *mixComp, dst, g []float32, h float32, lo, hi int, add bool) (gh, rowD2 float64) {
-	if c.lin != nil {
-		f, df := c.factor(h)
-		var cs []float32
-		if c.dist {
-			cs = r.cs[lo:hi]
-		}
-		gx, sd := vmath.LinearCoefs(dst, g, c.term, cs, f, c.termKind, add)
-		return float64(gx) * df, float64(sd)
-	}
-	gh = c.kern.PairGrads32(g, c.term, h)
-	if c.dist {
-		if c.radial {
-			vmath.DistGrad(g, c.term)
-		}
-		rowD2 = float64(vmath.AddSumScale(g, r.cs[lo:hi], -2))
-	}
-	if add && (c.dot || c.dist) {
-		vmath.Add(dst, g)
-	}
-	return gh, rowD2
 }
 
 func (r *rowsMix32) endGrads(pr *problem[float32], dk []float32) {

@@ -76,6 +76,81 @@ func Recip1p32(k, x []float32, c float32) { vmath.Recip1p(k, x, c) }
 // whose log-score is −log(a + x) + const (Cauchy's, a = h²).
 func RatioGrad32(g, x []float32, a float32) float64 { return float64(vmath.RatioGrad(g, x, a)) }
 
+// kernel32 is a PairKernel32 with what its float32 rows need to know of it: the term it
+// reads, whether it gives values (DirectPairKernel32), and its factor when it is a
+// LinearPairKernel32 (kept for the bandwidth last asked for).
+type kernel32 struct {
+	kern      PairKernel32
+	direct    DirectPairKernel32 // non-nil: its values, not its scores
+	lin       LinearPairKernel32 // non-nil: its log-scores are a factor times its term
+	dot, dist bool               // the term it reads
+	radial    bool               // a DistancePairKernel32: the distance, not its square
+	kind      vmath.Term         // the term, for LinearCoefs
+	f, fh     float32            // factor's c(h) and h
+	df        float64            // factor's c′(h)
+	fok       bool               // f and df hold for fh
+}
+
+func newKernel32(kern PairKernel32) kernel32 {
+	k := kernel32{kern: kern}
+	k.direct, _ = kern.(DirectPairKernel32)
+	k.lin, _ = kern.(LinearPairKernel32)
+	k.dot, k.dist = kern.PairTerms()
+	_, k.radial = kern.(DistancePairKernel32)
+	k.radial = k.radial && k.dist
+	switch {
+	case k.radial:
+		k.kind = vmath.TermDist
+	case k.dist:
+		k.kind = vmath.TermSqDist
+	}
+	return k
+}
+
+// factor returns a linear kernel's factor c(h) and its derivative.
+func (k *kernel32) factor(h float32) (float32, float64) {
+	if h != k.fh || !k.fok {
+		k.f, k.df = k.lin.PairFactor32(h)
+		k.fh, k.fok = h, true
+	}
+	return k.f, k.df
+}
+
+// factor1 is factor's c(h) alone.
+func (k *kernel32) factor1(h float32) float32 {
+	f, _ := k.factor(h)
+	return f
+}
+
+// termCoefs turns the score gradients g of a row whose pair terms are x into the
+// coefficients of its dot products, g·∂s/∂dot or −2·∂L/∂d² with ∂L/∂d² added into the
+// keys' sums cs: in place when add is false (dst must then be g), else added into dst (g
+// is overwritten unless the kernel is linear). It returns the bandwidth's share and the
+// row's Σ ∂L/∂d².
+func (k *kernel32) termCoefs(dst, g, x, cs []float32, h float32, add bool) (gh, rowD2 float64) {
+	if k.lin != nil { // ScaleDot, DistGrad, AddSumScale and Add in one pass
+		f, df := k.factor(h)
+		if !k.dist {
+			cs = nil
+		}
+		gx, sd := vmath.LinearCoefs(dst, g, x, cs, f, k.kind, add)
+		return float64(gx) * df, float64(sd)
+	}
+	gh = k.kern.PairGrads32(g, x, h)
+	if k.dist {
+		if k.radial {
+			vmath.DistGrad(g, x)
+		}
+		// cs += ∂L/∂d², and the coefficients of q·k are −2·∂L/∂d² (in the gemms' alpha,
+		// −2 would make them pack their B).
+		rowD2 = float64(vmath.AddSumScale(g, cs, -2))
+	}
+	if add && (k.dot || k.dist) {
+		vmath.Add(dst, g)
+	}
+	return gh, rowD2
+}
+
 // pairAcc holds a backward pass's parts of the parameter gradients, per problem (or per
 // problem and query row), reduced by pairParamGrads: nil where the input is absent.
 type pairAcc struct {
@@ -196,29 +271,18 @@ func (r *rows64[T]) endGrads(pr *problem[T], dk []T) {
 // the backward pass reads them there and turns the products dm·vᵀ into the score
 // gradients and then ∂L/∂term in place.
 type rows32 struct {
-	k      *kernelAttention
-	d      tiledDims
-	acc    *pairAcc
-	kern   PairKernel32
-	direct DirectPairKernel32
-	lin    LinearPairKernel32 // non-nil: the coefficients in one vector loop
-	term   vmath.Term         // the term a linear kernel reads
-	zeros  []float32          // [Tk] the terms of a kernel that reads none
-	eb     []float32          // exp(bias − max bias), for a direct kernel
-	qq, kk []float32          // the problem's squared norms
-	cs     []float32          // [Tk] each key's Σ_t ∂L/∂d²_ts
+	k   *kernelAttention
+	d   tiledDims
+	acc *pairAcc
+	kernel32
+	zeros  []float32 // [Tk] the terms of a kernel that reads none
+	eb     []float32 // exp(bias − max bias), for a direct kernel
+	qq, kk []float32 // the problem's squared norms
+	cs     []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts
 }
 
 func newRows32(k *kernelAttention, d tiledDims, acc *pairAcc) pairRows[float32] {
-	r := &rows32{k: k, d: d, acc: acc, kern: k.k32, zeros: make([]float32, d.tk)}
-	r.direct, _ = k.k32.(DirectPairKernel32)
-	r.lin, _ = k.k32.(LinearPairKernel32)
-	switch {
-	case k.radial32:
-		r.term = vmath.TermDist
-	case k.useDist:
-		r.term = vmath.TermSqDist
-	}
+	r := &rows32{k: k, d: d, acc: acc, kernel32: newKernel32(k.k32), zeros: make([]float32, d.tk)}
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
 	}
@@ -294,8 +358,7 @@ func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi 
 	w := row[lo:hi]
 	if r.lin != nil && drow != nil && pr.bias == nil && pr.km == nil && (self < lo || self >= hi) {
 		// Every key in [lo, hi) seen, no bias: the scores and their maximum in one pass.
-		c, _ := r.lin.PairFactor32(h)
-		vmath.SoftmaxMax(w, vmath.ScaleMax(w, x, c))
+		vmath.SoftmaxMax(w, vmath.ScaleMax(w, x, r.factor1(h)))
 		return
 	}
 	if r.direct == nil {
@@ -348,31 +411,15 @@ func (r *rows32) coefs(pr *problem[float32], cv, prow, drow []float32, delta flo
 	if x == nil {
 		x = r.zeros[:hi-lo]
 	}
-	if r.lin != nil {
-		c, dc := r.lin.PairFactor32(float32(pr.bandwidth(t)))
-		var cs []float32
-		if k.useDist {
-			cs = r.cs[lo:hi]
-		}
-		gx, sd := vmath.LinearCoefs(cv, cv, x, cs, c, r.term, false)
-		if r.acc.hRows != nil {
-			r.acc.hRows[pi*r.d.tq+t] += float64(gx) * dc
-		}
-		return float64(sd)
+	var cs []float32
+	if k.useDist {
+		cs = r.cs[lo:hi]
 	}
-	gh := r.kern.PairGrads32(cv, x, float32(pr.bandwidth(t)))
+	gh, rowD2 := r.termCoefs(cv, cv, x, cs, float32(pr.bandwidth(t)), false)
 	if r.acc.hRows != nil {
 		r.acc.hRows[pi*r.d.tq+t] += gh
 	}
-	if !k.useDist {
-		return 0
-	}
-	if r.k.radial32 {
-		vmath.DistGrad(cv, x)
-	}
-	// cs += ∂L/∂d², and the coefficients of q·k are −2·∂L/∂d² (in the gemms' alpha, −2
-	// would make them pack their B).
-	return float64(vmath.AddSumScale(cv, r.cs[lo:hi], -2))
+	return rowD2
 }
 
 func (r *rows32) endGrads(pr *problem[float32], dk []float32) {

@@ -630,6 +630,7 @@ type tile32 struct {
 	qq, kk     []float32  // the problem's squared norms
 	cs         []float32  // [Tk] each key's Σ_t ∂L/∂d²_ts (backward)
 	mix        *rowsMix32 // a mixture's rows (MixturePairKernel32), or nil
+	kern       kernel32   // the kernel, when it is no mixture
 }
 
 // newTile32 returns the float32 views of a worker's scratch when the tiles run on float32
@@ -645,6 +646,7 @@ func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T], acc *pairA
 		r.mix = newRowsMix32(k, d, acc, lse, nil, nil)
 		return r
 	}
+	r.kern = newKernel32(k.k32)
 	if k.useDist {
 		r.qq, r.kk, r.cs = make([]float32, d.tq), make([]float32, d.tk), make([]float32, d.tk)
 	}
@@ -1006,17 +1008,15 @@ func tileCoefs32[T float](k *tiledKernel, pr *problem[T], r *tile32, zeros []flo
 	if zeros != nil {
 		x = zeros[:w]
 	}
-	gh := k.k32.PairGrads32(crow, x, float32(pr.bandwidth(t)))
+	var cs []float32
+	if k.useDist {
+		cs = r.cs[c0:c1]
+	}
+	gh, rowD2 := r.kern.termCoefs(crow, crow, x, cs, float32(pr.bandwidth(t)), false)
 	if hRows != nil {
 		hRows[p*tq+t] += gh
 	}
-	if !k.useDist {
-		return 0
-	}
-	if k.radial32 {
-		vmath.DistGrad(crow, x)
-	}
-	return float64(vmath.AddSumScale(crow, r.cs[c0:c1], -2))
+	return rowD2
 }
 
 // thetaPart returns problem p's part [n] of the kernel-parameter gradients, nil without.
