@@ -153,15 +153,8 @@ func (r *rowsMix32) beginGrads(pr *problem[float32], pi int) {
 // from c0, from their dot products drow: drow itself, or the (squared) distances in c.x,
 // or zeros there when it reads none.
 func (r *rowsMix32) terms(c *mixComp, drow []float32, t, c0, n int) {
-	x := c.x[:n]
-	switch {
-	case c.radial:
-		vmath.Dist(x, drow, r.qq[t], r.kk[c0:c0+n])
-	case c.dist:
-		vmath.SqDist(x, drow, r.qq[t], r.kk[c0:c0+n])
-	case c.dot:
-		x = drow[:n]
-	default:
+	x, ok := c.kernel32.terms(c.x[:n], drow, r.qq, r.kk, t, c0)
+	if !ok {
 		clear(x)
 	}
 	c.term = x

@@ -107,6 +107,25 @@ func newKernel32(kern PairKernel32) kernel32 {
 	return k
 }
 
+// terms forms in dst the term the kernel reads of query t's pairs with keys
+// lo..lo+len(dst)−1 from their dot products dots (dst may be dots; qq and kk the
+// problem's squared norms, read only for distances): the squared distances, the
+// distances for a DistancePairKernel32, or dots itself; false for a kernel that reads
+// neither (dst is then left alone).
+func (k *kernel32) terms(dst, dots, qq, kk []float32, t, lo int) ([]float32, bool) {
+	switch {
+	case k.radial:
+		vmath.Dist(dst, dots, qq[t], kk[lo:lo+len(dst)])
+	case k.dist:
+		vmath.SqDist(dst, dots, qq[t], kk[lo:lo+len(dst)])
+	case k.dot:
+		return dots[:len(dst)], true
+	default:
+		return dst, false
+	}
+	return dst, true
+}
+
 // factor returns a linear kernel's factor c(h) and its derivative.
 func (k *kernel32) factor(h float32) (float32, float64) {
 	if h != k.fh || !k.fok {
@@ -325,26 +344,11 @@ func expBias32(bias, buf []float32) []float32 {
 // distances (the distances, for a DistancePairKernel32) written over them, or zeros when
 // it reads neither.
 func (r *rows32) terms(drow []float32, t, lo, n int) []float32 {
-	if drow != nil && r.k.terms32(drow[:n], r.qq, r.kk, t, lo) { // nil: the kernel reads no term
-		return drow
+	if drow == nil { // the kernel reads no term
+		return r.zeros[:n]
 	}
-	return r.zeros[:n]
-}
-
-// terms32 turns x, the dot products of query t with keys lo..lo+len(x)−1 (qq and kk the
-// problem's squared norms), into the term a PairKernel32 reads, in place: the squared
-// distances or, for a DistancePairKernel32, the distances; dot products stay as they
-// are; false for a kernel that reads neither (x is then left alone).
-func (k *pairSpec) terms32(x, qq, kk []float32, t, lo int) bool {
-	switch {
-	case k.radial32:
-		vmath.Dist(x, x, qq[t], kk[lo:lo+len(x)])
-	case k.useDist:
-		vmath.SqDist(x, x, qq[t], kk[lo:lo+len(x)])
-	case !k.useDot:
-		return false
-	}
-	return true
+	x, _ := r.kernel32.terms(drow[:n], drow, r.qq, r.kk, t, lo)
+	return x
 }
 
 func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {

@@ -109,7 +109,6 @@ type pairSpec struct {
 	maskIn, thetaIn int
 	pk              ParamPairKernel // the kernel when it has parameters θ, else nil
 	k32             PairKernel32    // the kernel's float32 rows, where it has them and reads at most one term
-	radial32        bool            // k32 reads the distance itself (DistancePairKernel32)
 	mix32           []PairKernel32  // a mixture's components' float32 rows, where each has them
 	nTheta          int
 	headsInFeatures bool
@@ -151,8 +150,6 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 	sp.useDot, sp.useDist = kern.PairTerms()
 	if k32, ok := kern.(PairKernel32); ok && !(sp.useDot && sp.useDist) {
 		sp.k32 = k32
-		_, sp.radial32 = k32.(DistancePairKernel32)
-		sp.radial32 = sp.radial32 && sp.useDist
 	}
 	inputs := []*Node{q, k, v}
 	if opt.Bandwidth != nil {
@@ -198,7 +195,7 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 			return fail("kernel parameters %v, want [%d] for kernel %s", ts, pk.PairParamCount(), kern.Name())
 		}
 		sp.pk, sp.nTheta = pk, pk.PairParamCount()
-		sp.k32, sp.radial32 = nil, false // its scores depend on θ
+		sp.k32 = nil // its scores depend on θ
 		sp.mix32 = mixComponents(kern)
 		sp.thetaIn = len(inputs)
 		inputs = append(inputs, opt.KernelParams)
@@ -598,20 +595,19 @@ func hideOutside[S, T float](x []S, v S, km []T, c0, lo, hi, self int) {
 	}
 }
 
-// tileScores32 is tileScores on a PairKernel32's float32 rows: it sets s[:c1−c0] to the
-// scores of query t against keys c0..c1−1 from their dot products drow, which it
-// overwrites with the terms the kernel reads (for the backward pass), −Inf for the keys
-// the query does not see, and reports whether it sees any; qq and kk are the problem's
-// squared norms.
-func tileScores32[T float](k *tiledKernel, pr *problem[T], s, drow, qq, kk []float32, t, tk, c0, c1 int) bool {
+// tileScores32 is tileScores on a PairKernel32's float32 rows: it sets row i of r.p to
+// the scores of query t against keys c0..c1−1 from their dot products in row i of
+// r.dots, which it overwrites with the terms the kernel reads (for the backward pass),
+// −Inf for the keys the query does not see, and reports whether it sees any.
+func tileScores32[T float](k *tiledKernel, pr *problem[T], r *tile32, i, t, tk, c0, c1 int) bool {
 	lo, hi, self := k.mask.visible(t, tk)
 	lo, hi = max(lo, c0), min(hi, c1)
 	if hi <= lo {
 		return false
 	}
 	w := c1 - c0
-	x, s := drow[:w], s[:w]
-	if !k.terms32(x, qq, kk, t, c0) {
+	s, x := r.p[i*tileKeys:i*tileKeys+w], r.dots[i*tileKeys:i*tileKeys+w]
+	if _, ok := r.kern.terms(x, x, r.qq, r.kk, t, c0); !ok {
 		clear(x)
 	}
 	k.k32.PairScores32(s, x, float32(pr.bandwidth(t)))
@@ -721,7 +717,7 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 						tmax := math.Inf(-1)
 						var s []float64
 						if r32 != nil { // the scores in prow itself
-							if !tileScores32(k, &pr, r32.p[i*tileKeys:], r32.dots[i*tileKeys:], r32.qq, r32.kk, r0+i, d.tk, c0, c1) {
+							if !tileScores32(k, &pr, r32, i, r0+i, d.tk, c0, c1) {
 								clear(prow)
 								continue
 							}
@@ -909,7 +905,7 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 						}
 						if r32 != nil {
 							if math.IsInf(lse[t], 0) || math.IsNaN(lse[t]) ||
-								!tileScores32(k, &pr, r32.p[i*tileKeys:], r32.dots[i*tileKeys:], r32.qq, r32.kk, t, d.tk, c0, c1) {
+								!tileScores32(k, &pr, r32, i, t, d.tk, c0, c1) {
 								clear(prow)
 								continue
 							}
