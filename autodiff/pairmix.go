@@ -72,6 +72,7 @@ type rowsMix32 struct {
 	inv    []float64 // [N·Tq] each query's factor z; nil: 1
 	sums   []float32 // [L] the components' Σ of score gradients in a row
 	rest   int       // the component whose score gradients are the row's less the others', or −1
+	pair   bool      // two components, both linear in one term: the fused loops (pairValues, pairCoefs)
 	pi     int       // the forward pass's problem
 	sum    float32   // the row's values' sum, formed with them by values
 	sumOK  bool      // sum holds (every component of scores)
@@ -97,6 +98,7 @@ func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, 
 			r.rest = l
 		}
 	}
+	r.pair = len(r.comps) == 2 && r.comps[0].linearTerm() && r.comps[1].linearTerm()
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
 		if acc != nil {
@@ -170,6 +172,9 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 	m := float32(math.Inf(-1))
 	// Every key in the row is seen: nothing to hide before the largest score.
 	all := pr.km == nil && lo == c0 && hi == c0+n && (self < lo || self >= hi)
+	if r.pair && all {
+		return r.pairValues(dst, drow, h, t, c0, n)
+	}
 	for l := range r.comps {
 		c := &r.comps[l]
 		e := c.e[:n]
@@ -196,11 +201,9 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 		hideOutside(e, float32(math.Inf(-1)), pr.km, c0, lo, hi, self)
 		m = max(m, vmath.Max(e))
 	}
-	if m != m || math.IsInf(float64(m), 1) { // a NaN or +Inf score: the row is NaN
+	m, ok := rowShift(m)
+	if !ok {
 		return m, false
-	}
-	if math.IsInf(float64(m), -1) {
-		m = 0
 	}
 	r.sum, r.sumOK = 0, true
 	for l := range r.comps {
@@ -223,6 +226,42 @@ func (r *rowsMix32) values(pr *problem[float32], dst, drow []float32, t, c0, n, 
 		}
 	}
 	return m, true
+}
+
+// rowShift returns the shift of a row whose largest log-score is m: m, or 0 when every
+// key's score is −Inf; false when m is NaN or +Inf (the row is NaN).
+func rowShift(m float32) (float32, bool) {
+	switch {
+	case m != m || math.IsInf(float64(m), 1):
+		return m, false
+	case math.IsInf(float64(m), -1):
+		return 0, true
+	}
+	return m, true
+}
+
+// pairValues is values for two components linear in one term each (r.pair) when the
+// row hides no key: their log-scores and the largest in one pass (MixScores2), the
+// values and the two sums in another (ExpShiftSum2), the same results as the separate
+// loops.
+func (r *rowsMix32) pairValues(dst, drow []float32, h float32, t, c0, n int) (float32, bool) {
+	a, b := &r.comps[0], &r.comps[1]
+	qq, kk := r.rowNorms(t, c0)
+	m, ok := rowShift(vmath.MixScores2(dst[:n], b.e[:n], drow[:n], qq, kk, a.linear(h), b.linear(h)))
+	if !ok {
+		return m, false
+	}
+	s0, s1 := vmath.ExpShiftSum2(dst[:n], b.e[:n], float32(float64(m)-a.lw), float32(float64(m)-b.lw))
+	r.sum, r.sumOK = s0+s1, true
+	return m, true
+}
+
+// rowNorms returns query t's squared norm and the keys' from c0 (nil without distances).
+func (r *rowsMix32) rowNorms(t, c0 int) (float32, []float32) {
+	if !r.k.useDist {
+		return 0, nil
+	}
+	return r.qq[t], r.kk[c0:]
 }
 
 func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
@@ -337,6 +376,9 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 	// Every key in the row is seen and none has a bias: a linear component's shares go
 	// straight into its score gradients.
 	plain := pr.km == nil && pr.bias == nil && vlo == lo && vhi == hi && (self < lo || self >= hi)
+	if r.pair && plain && r.acc.biasParts == nil {
+		return r.pairCoefs(cv, prow, drow, shift, z, delta, h, t, lo, n, pi)
+	}
 	for l := range r.comps {
 		if l == r.rest {
 			continue
@@ -407,6 +449,35 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 		r.acc.hRows[pi*r.d.tq+t] += gh
 	}
 	return rowD2
+}
+
+// pairCoefs is coefs for two components linear in one term each (r.pair) when the row
+// hides no key and has no bias: the first component's share of the score gradients and
+// the row's own, less it, for the second (MixShare), then both components'
+// coefficients (MixCoefs2), each in one pass, the same results as the separate loops.
+func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64, h float32, t, lo, n, pi int) float64 {
+	a, b := &r.comps[0], &r.comps[1]
+	qq, kk := r.rowNorms(t, lo)
+	var cs []float32
+	if r.k.useDist {
+		cs = r.cs[lo : lo+n]
+	}
+	la, lb := a.linear(h), b.linear(h)
+	sa, sg := vmath.MixShare(a.g[:n], cv, prow, drow, qq, kk, la, float32(shift-a.lw), float32(delta), float32(z))
+	gxb, sdb, gxa, sda := vmath.MixCoefs2(cv, a.g[:n], drow, qq, kk, cs, lb, la)
+	r.sums[0], r.sums[1] = sa, sg-sa
+	if r.acc.thetaParts != nil { // ∂L/∂θ_l = Σ g_l − w_l·Σ gs
+		th := r.acc.thetaParts[pi*2:]
+		for l := range r.comps {
+			th[l] += float64(r.sums[l]) - float64(r.comps[l].w)*float64(sg)
+		}
+	}
+	if r.acc.hRows != nil {
+		_, dfa := a.factor(h)
+		_, dfb := b.factor(h)
+		r.acc.hRows[pi*r.d.tq+t] += float64(gxb)*dfb + float64(gxa)*dfa
+	}
+	return float64(sdb) + float64(sda)
 }
 
 func (r *rowsMix32) endGrads(pr *problem[float32], dk []float32) {

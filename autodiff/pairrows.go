@@ -126,6 +126,15 @@ func (k *kernel32) terms(dst, dots, qq, kk []float32, t, lo int) ([]float32, boo
 	return dst, true
 }
 
+// linearTerm says whether the kernel is linear in one term (the dot product or a
+// distance), the components the fused mixture loops take.
+func (k *kernel32) linearTerm() bool { return k.lin != nil && (k.dot || k.dist) }
+
+// linear returns a linear kernel's log-score at bandwidth h for the fused mixture loops.
+func (k *kernel32) linear(h float32) vmath.Linear {
+	return vmath.Linear{C: k.factor1(h), Term: k.kind}
+}
+
 // factor returns a linear kernel's factor c(h) and its derivative.
 func (k *kernel32) factor(h float32) (float32, float64) {
 	if h != k.fh || !k.fok {

@@ -82,3 +82,26 @@ func distCoefsAVX2(dst, dots, kk, cs *float32, n int, qq, c float32, root bool) 
 
 //go:noescape
 func scoreGradSubAVX2(d, p, sub *float32, n int, delta float32) float32
+
+//go:noescape
+func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int) float32
+
+//go:noescape
+func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32) (sum0, sum1 float32)
+
+//go:noescape
+func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int) (sg, sd float32)
+
+//go:noescape
+func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int) (gxb, sdb, gxa, sda float32)
+
+//go:noescape
+func prefetchLines(x *float32, n int)
+
+// Prefetch asks the CPU to bring the n floats from x into its nearest cache ahead of
+// use; it reads nothing (a prefetch never faults) and n ≤ 0 asks for nothing.
+func Prefetch(x *float32, n int) {
+	if n > 0 {
+		prefetchLines(x, n)
+	}
+}

@@ -231,6 +231,26 @@ GLOBL tailmask<>(SB), RODATA|NOPTR, $64
 	VDIVPS Y1, Y0, Y0 \
 	VANDPS Y2, Y0, Y0
 
+DATA vneg2<>+0(SB)/8, $0xc0000000c0000000
+DATA vneg2<>+8(SB)/8, $0xc0000000c0000000
+DATA vneg2<>+16(SB)/8, $0xc0000000c0000000
+DATA vneg2<>+24(SB)/8, $0xc0000000c0000000
+GLOBL vneg2<>(SB), RODATA|NOPTR, $32
+
+// TERMS3 stores a row's three pair terms for the eight pairs whose dot products are in
+// Y1 and keys' squared norms in Y2, with Y4 = qq and Y14 = 0 broadcast: the dot products
+// at 0(SP), the squared distances max(qq + kk − 2·dots, 0) at 32(SP) and the distances at
+// 64(SP), formed as SQDIST8 and sqDistAVX2 form them (a Linear's term t is at 32·t(SP)).
+// It leaves the squared distances in Y12 and the distances in Y13.
+#define TERMS3 \
+	VADDPS      Y2, Y4, Y12 \
+	VFMADD231PS vneg2<>(SB), Y1, Y12 \
+	VMAXPS      Y12, Y14, Y12 \
+	VSQRTPS     Y12, Y13 \
+	VMOVUPS     Y1, (SP) \
+	VMOVUPS     Y12, 32(SP) \
+	VMOVUPS     Y13, 64(SP)
+
 // func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32
 // v[i] = exp(c·x[i] − shift) (the product and the difference each rounded), 0 where
 // c·x[i] − shift < C_lo or is NaN, into dst[i] (added to it if add), and returns Σ v[i]
@@ -1414,4 +1434,392 @@ snsum:
 	DECQ   R8
 	JNZ    snrow
 	VZEROUPPER
+	RET
+
+// func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int) float32
+// e0 = c0·x0 and e1 = c1·x1 with x0, x1 the terms t0, t1 (TERMS3's), and returns the
+// largest of both, NaN when one is NaN (scaleMaxAVX2's and sqDistScaleMaxAVX2's rules);
+// n > 0. The last n mod 8 elements go through masked loads and stores, the other lanes
+// −Inf for the maximum.
+TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-76
+	MOVQ         e0+0(FP), DI
+	MOVQ         e1+8(FP), R11
+	MOVQ         dots+16(FP), SI
+	MOVQ         kk+24(FP), DX
+	MOVQ         n+32(FP), CX
+	VBROADCASTSS qq+40(FP), Y4
+	VBROADCASTSS c0+44(FP), Y8
+	VBROADCASTSS c1+48(FP), Y10
+	MOVQ         t0+56(FP), R8
+	SHLQ         $5, R8
+	MOVQ         t1+64(FP), R12
+	SHLQ         $5, R12
+	VXORPS       Y14, Y14, Y14
+	MOVL         $0xff800000, AX // −Inf
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	VMOVAPS      Y7, Y11
+	VXORPS       Y3, Y3, Y3
+	MOVQ         CX, R10
+	ANDQ         $7, R10
+	SHRQ         $3, CX
+	JZ           m2tail
+m2loop:
+	VMOVUPS (SI), Y1
+	VMOVUPS (DX), Y2
+	TERMS3
+	VMULPS  (SP)(R8*1), Y8, Y0
+	VMOVUPS Y0, (DI)
+	VCMPPS  $3, Y0, Y0, Y2 // unordered: the NaN lanes
+	VORPS   Y2, Y3, Y3
+	VMAXPS  Y0, Y11, Y11
+	VMULPS  (SP)(R12*1), Y10, Y0
+	VMOVUPS Y0, (R11)
+	VCMPPS  $3, Y0, Y0, Y2
+	VORPS   Y2, Y3, Y3
+	VMAXPS  Y0, Y11, Y11
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	ADDQ    $32, R11
+	DECQ    CX
+	JNZ     m2loop
+m2tail:
+	TESTQ      R10, R10
+	JZ         m2done
+	LEAQ       tailmask<>+32(SB), AX
+	SHLQ       $2, R10
+	SUBQ       R10, AX
+	VMOVUPS    (AX), Y9
+	VMASKMOVPS (SI), Y9, Y1
+	VMASKMOVPS (DX), Y9, Y2
+	TERMS3
+	VMULPS     (SP)(R8*1), Y8, Y0
+	VMASKMOVPS Y0, Y9, (DI)
+	VBLENDVPS  Y9, Y0, Y7, Y0 // the tail's lanes, −Inf in the others
+	VCMPPS     $3, Y0, Y0, Y2
+	VORPS      Y2, Y3, Y3
+	VMAXPS     Y0, Y11, Y11
+	VMULPS     (SP)(R12*1), Y10, Y0
+	VMASKMOVPS Y0, Y9, (R11)
+	VBLENDVPS  Y9, Y0, Y7, Y0
+	VCMPPS     $3, Y0, Y0, Y2
+	VORPS      Y2, Y3, Y3
+	VMAXPS     Y0, Y11, Y11
+m2done:
+	VMOVAPS   Y11, Y0
+	LANESMAX
+	VMOVMSKPS Y3, AX
+	TESTL     AX, AX
+	JZ        m2ret
+	MOVL      $0x7fc00000, AX // NaN
+	MOVL      AX, X0
+m2ret:
+	VMOVSS X0, ret+72(FP)
+	VZEROUPPER
+	RET
+
+// func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32) (sum0, sum1 float32)
+// v0 = exp(e0 − s0), v1 = exp(e1 − s1) as expScaleShiftSumAVX2 forms them at c = 1,
+// e0 = v0 + v1, and returns Σ v0 and Σ v1 in its lanes and order; n > 0. The last n
+// mod 8 elements go through masked loads and stores.
+TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-40
+	MOVQ         e0+0(FP), DI
+	MOVQ         e1+8(FP), SI
+	MOVQ         n+16(FP), CX
+	VBROADCASTSS s0+24(FP), Y9
+	VBROADCASTSS s1+28(FP), Y10
+	VMOVUPS      C_one, Y8
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y12, Y12, Y12
+	MOVQ         CX, DX
+	ANDQ         $7, DX
+	SHRQ         $3, CX
+	JZ           x2tail
+x2loop:
+	VMOVUPS (DI), Y0
+	VMOVAPS Y9, Y7
+	EXPCS8
+	VMOVAPS Y0, Y11
+	VADDPS  Y0, Y6, Y6
+	VMOVUPS (SI), Y0
+	VMOVAPS Y10, Y7
+	EXPCS8
+	VADDPS  Y0, Y12, Y12
+	VADDPS  Y11, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     x2loop
+x2tail:
+	TESTQ      DX, DX
+	JZ         x2done
+	TAILMASK
+	VMASKMOVPS (DI), Y4, Y0
+	VMOVAPS    Y9, Y7
+	EXPCS8
+	VANDPS     Y4, Y0, Y0 // only the tail's lanes
+	VMOVAPS    Y0, Y11
+	VADDPS     Y0, Y6, Y6
+	VMASKMOVPS (SI), Y4, Y0
+	VMOVAPS    Y10, Y7
+	EXPCS8
+	VANDPS     Y4, Y0, Y0
+	VADDPS     Y0, Y12, Y12
+	VADDPS     Y11, Y0, Y0
+	VMASKMOVPS Y0, Y4, (DI)
+x2done:
+	LANES8
+	VMOVSS  X6, sum0+32(FP)
+	VMOVAPS Y12, Y6
+	LANES8
+	VMOVSS  X6, sum1+36(FP)
+	VZEROUPPER
+	RET
+
+// func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int) (sg, sd float32)
+// g = (f·e)·(d − delta) with e = exp(c·x − shift) of the term x (TERMS3's), as
+// expScoreGradAVX2 forms it, then v = p·(d − delta) and d = v − g as scoreGradSubAVX2
+// forms them; returns Σ g and Σ v in their lanes and order; n > 0. The last n mod 8
+// elements go through masked loads and stores, their lanes masked out of the sums.
+TEXT ·mixShareAVX2(SB), NOSPLIT, $96-88
+	MOVQ         gr+0(FP), DI
+	MOVQ         d+8(FP), BX
+	MOVQ         p+16(FP), R11
+	MOVQ         dots+24(FP), SI
+	MOVQ         kk+32(FP), DX
+	MOVQ         n+40(FP), CX
+	VBROADCASTSS qq+48(FP), Y4
+	VBROADCASTSS c+52(FP), Y8
+	VBROADCASTSS shift+56(FP), Y7
+	VBROADCASTSS delta+60(FP), Y9
+	VBROADCASTSS f+64(FP), Y10
+	MOVQ         term+72(FP), R8
+	SHLQ         $5, R8
+	VXORPS       Y14, Y14, Y14
+	VXORPS       Y11, Y11, Y11
+	VXORPS       Y15, Y15, Y15
+	MOVQ         CX, R10
+	ANDQ         $7, R10
+	SHRQ         $3, CX
+	JZ           mstail
+msloop:
+	VMOVUPS (SI), Y1
+	VMOVUPS (DX), Y2
+	TERMS3
+	VMOVUPS (SP)(R8*1), Y0
+	EXPCS8
+	VMULPS  Y10, Y0, Y0
+	VMOVUPS (BX), Y1
+	VSUBPS  Y9, Y1, Y1
+	VMULPS  Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	VADDPS  Y0, Y11, Y11
+	VMULPS  (R11), Y1, Y2
+	VADDPS  Y2, Y15, Y15
+	VSUBPS  Y0, Y2, Y2
+	VMOVUPS Y2, (BX)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	ADDQ    $32, BX
+	ADDQ    $32, R11
+	DECQ    CX
+	JNZ     msloop
+mstail:
+	TESTQ      R10, R10
+	JZ         msdone
+	LEAQ       tailmask<>+32(SB), AX
+	SHLQ       $2, R10
+	SUBQ       R10, AX
+	VMOVUPS    (AX), Y6
+	VMASKMOVPS (SI), Y6, Y1
+	VMASKMOVPS (DX), Y6, Y2
+	TERMS3
+	VMOVUPS    (SP)(R8*1), Y0
+	EXPCS8
+	VANDPS     Y6, Y0, Y0 // only the tail's lanes
+	VMULPS     Y10, Y0, Y0
+	VMASKMOVPS (BX), Y6, Y1
+	VSUBPS     Y9, Y1, Y1
+	VMULPS     Y1, Y0, Y0
+	VMASKMOVPS Y0, Y6, (DI)
+	VANDPS     Y6, Y0, Y0
+	VADDPS     Y0, Y11, Y11
+	VMASKMOVPS (R11), Y6, Y3
+	VMULPS     Y3, Y1, Y2
+	VANDPS     Y6, Y2, Y2
+	VADDPS     Y2, Y15, Y15
+	VSUBPS     Y0, Y2, Y2
+	VMASKMOVPS Y2, Y6, (BX)
+msdone:
+	VMOVAPS Y11, Y6
+	LANES8
+	VMOVSS  X6, sg+80(FP)
+	VMOVAPS Y15, Y6
+	LANES8
+	VMOVSS  X6, sd+84(FP)
+	VZEROUPPER
+	RET
+
+// func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int) (gxb, sdb, gxa, sda float32)
+// distCoefsAVX2(d, …, cb, tb) (linearCoefsAVX2(d, d, dots, …) for tb = 0), then
+// linearCoefsAVX2(d, g, x, cs, n, ca, ta, true), with the terms TERMS3 forms; returns
+// both calls' sums. n > 0; cs is not read when both terms are 0. The last n mod 8
+// elements go through masked loads and stores (the mask kept at 96(SP)), each call's
+// tail as its own.
+TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-96
+	MOVQ         d+0(FP), DI
+	MOVQ         gr+8(FP), R11
+	MOVQ         dots+16(FP), SI
+	MOVQ         kk+24(FP), DX
+	MOVQ         cs+32(FP), BX
+	MOVQ         n+40(FP), CX
+	VBROADCASTSS qq+48(FP), Y4
+	VBROADCASTSS cb+52(FP), Y8
+	VBROADCASTSS ca+56(FP), Y10
+	MOVQ         tb+64(FP), R8
+	SHLQ         $5, R8
+	MOVQ         ta+72(FP), R12
+	SHLQ         $5, R12
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y14, Y14, Y14
+	MOVL         $0xc0000000, AX // −2
+	MOVL         AX, X7
+	VBROADCASTSS X7, Y7
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y11, Y11, Y11
+	VXORPS       Y15, Y15, Y15
+	MOVQ         CX, R10
+	ANDQ         $7, R10
+	SHRQ         $3, CX
+	JZ           mctail
+mcloop:
+	VMOVUPS (SI), Y1
+	VMOVUPS (DX), Y2
+	TERMS3
+	VMOVUPS (DI), Y0 // b: its score gradients in d
+	VMULPS  (SP)(R8*1), Y0, Y2
+	VADDPS  Y2, Y6, Y6
+	VMULPS  Y8, Y0, Y0
+	TESTQ   R8, R8
+	JZ      mcbset
+	CMPQ    R8, $64
+	JNE     mcbsq
+	VMOVUPS 64(SP), Y1
+	DISTDIV
+mcbsq:
+	VADDPS  Y0, Y9, Y9
+	VADDPS  (BX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	VMULPS  Y7, Y0, Y0
+mcbset:
+	VMOVUPS Y0, (DI)
+	VMOVUPS (R11), Y0 // a: its score gradients in g, added
+	VMULPS  (SP)(R12*1), Y0, Y2
+	VADDPS  Y2, Y11, Y11
+	VMULPS  Y10, Y0, Y0
+	TESTQ   R12, R12
+	JZ      mcaadd
+	CMPQ    R12, $64
+	JNE     mcasq
+	VMOVUPS 64(SP), Y1
+	DISTDIV
+mcasq:
+	VADDPS  Y0, Y15, Y15
+	VADDPS  (BX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	VMULPS  Y7, Y0, Y0
+mcaadd:
+	VADDPS  (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DX
+	ADDQ    $32, DI
+	ADDQ    $32, R11
+	ADDQ    $32, BX
+	DECQ    CX
+	JNZ     mcloop
+mctail:
+	TESTQ      R10, R10
+	JZ         mcdone
+	LEAQ       tailmask<>+32(SB), AX
+	SHLQ       $2, R10
+	SUBQ       R10, AX
+	VMOVUPS    (AX), Y12
+	VMOVUPS    Y12, 96(SP)
+	VMASKMOVPS (SI), Y12, Y1
+	VMASKMOVPS (DX), Y12, Y2
+	TERMS3
+	VMOVUPS    96(SP), Y12
+	VMASKMOVPS (DI), Y12, Y0
+	VMULPS     (SP)(R8*1), Y0, Y2
+	VANDPS     Y12, Y2, Y2
+	VADDPS     Y2, Y6, Y6
+	VMULPS     Y8, Y0, Y0
+	TESTQ      R8, R8
+	JZ         mctbset
+	CMPQ       R8, $64
+	JNE        mctbsq
+	VMOVUPS    64(SP), Y1
+	DISTDIV
+mctbsq:
+	VANDPS     Y12, Y0, Y0 // distCoefsAVX2's tail
+	VADDPS     Y0, Y9, Y9
+	VMASKMOVPS (BX), Y12, Y1
+	VADDPS     Y1, Y0, Y1
+	VMASKMOVPS Y1, Y12, (BX)
+	VMULPS     Y7, Y0, Y0
+mctbset:
+	VMASKMOVPS Y0, Y12, (DI)
+	VMASKMOVPS (R11), Y12, Y0
+	VMULPS     (SP)(R12*1), Y0, Y2
+	VANDPS     Y12, Y2, Y2
+	VADDPS     Y2, Y11, Y11
+	VMULPS     Y10, Y0, Y0
+	TESTQ      R12, R12
+	JZ         mctaadd
+	CMPQ       R12, $64
+	JNE        mctasq
+	VMOVUPS    64(SP), Y1
+	DISTDIV
+mctasq:
+	VADDPS     Y0, Y15, Y15 // linearCoefsAVX2's tail: the lanes not masked
+	VMASKMOVPS (BX), Y12, Y1
+	VADDPS     Y1, Y0, Y1
+	VMASKMOVPS Y1, Y12, (BX)
+	VMULPS     Y7, Y0, Y0
+mctaadd:
+	VMASKMOVPS (DI), Y12, Y1
+	VADDPS     Y1, Y0, Y0
+	VMASKMOVPS Y0, Y12, (DI)
+mcdone:
+	LANES8
+	VMOVSS  X6, gxb+80(FP)
+	VMOVAPS Y9, Y6
+	LANES8
+	VMOVSS  X6, sdb+84(FP)
+	VMOVAPS Y11, Y6
+	LANES8
+	VMOVSS  X6, gxa+88(FP)
+	VMOVAPS Y15, Y6
+	LANES8
+	VMOVSS  X6, sda+92(FP)
+	VZEROUPPER
+	RET
+
+// func prefetchLines(x *float32, n int)
+// PREFETCHT0 of each 64-byte line that holds x[0:n]; n > 0.
+TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	LEAQ (SI)(CX*4), CX
+	ANDQ $-64, SI
+pfloop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	CMPQ SI, CX
+	JB   pfloop
 	RET

@@ -1,0 +1,236 @@
+package vmath
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// mixSame says whether two results agree bit for bit, any NaN matching any NaN.
+func mixSame(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+}
+
+// mixDiff returns the first index where a and b differ (mixSame), or −1.
+func mixDiff(a, b []float32) int {
+	for i := range a {
+		if !mixSame(a[i], b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// termsOf forms the pair terms of l as the separate loops do: the dot products
+// themselves, SqDist or Dist.
+func termsOf(term Term, dots []float32, qq float32, kk []float32) []float32 {
+	x := make([]float32, len(dots))
+	switch term {
+	case TermDot:
+		copy(x, dots)
+	case TermSqDist:
+		SqDist(x, dots, qq, kk)
+	case TermDist:
+		Dist(x, dots, qq, kk)
+	}
+	return x
+}
+
+// mixInputs returns a row's dot products (special values included), keys' squared
+// norms (≥ 0, some 0) and queries' squared norms to try.
+func mixInputs(rng *rand.Rand, n int) (dots, kk []float32, qqs []float32) {
+	dots, kk = elemInput(rng, n), elemInput(rng, n)
+	for i := range kk {
+		kk[i] = float32(math.Abs(float64(kk[i])))
+		if i%7 == 2 {
+			kk[i] = 0
+		}
+		if i%9 == 4 && i < len(dots) { // a key at the query: distance 0
+			dots[i] = 0.5 * kk[i]
+		}
+	}
+	return dots, kk, []float32{0, 1.25, float32(math.Inf(1))}
+}
+
+var mixTerms = []Term{TermDot, TermSqDist, TermDist}
+
+// mixLengths are the row lengths the fused mixture loops are checked at.
+var mixLengths = []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64}
+
+// TestMixScores2 checks MixScores2 against ScaleMax or SqDistScaleMax per component, bit
+// for bit (the largest score by value), for every pair of terms, on both paths.
+func TestMixScores2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	onEachPath(func(avx bool) {
+		for _, n := range mixLengths {
+			dots, kk, qqs := mixInputs(rng, n)
+			for _, qq := range qqs {
+				for _, t0 := range mixTerms {
+					for _, t1 := range mixTerms {
+						a, b := Linear{C: 1.5, Term: t0}, Linear{C: -0.75, Term: t1}
+						want := func(l Linear) ([]float32, float32) {
+							e := make([]float32, n)
+							if l.Term == TermDot {
+								return e, ScaleMax(e, dots, l.C)
+							}
+							return e, SqDistScaleMax(e, dots, qq, kk, l.Term == TermDist, l.C)
+						}
+						w0, m0 := want(a)
+						w1, m1 := want(b)
+						wm := max(m0, m1)
+						e0, e1 := make([]float32, n), make([]float32, n)
+						m := MixScores2(e0, e1, dots, qq, kk, a, b)
+						if i := mixDiff(e0, w0); i >= 0 {
+							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: e0[%d] = %v, want %v", avx, n, qq, t0, t1, i, e0[i], w0[i])
+						}
+						if i := mixDiff(e1, w1); i >= 0 {
+							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: e1[%d] = %v, want %v", avx, n, qq, t0, t1, i, e1[i], w1[i])
+						}
+						if m != wm && !(m != m && wm != wm) {
+							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: max %v, want %v", avx, n, qq, t0, t1, m, wm)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestExpShiftSum2 checks ExpShiftSum2 against ExpShiftSum then ExpScaleShiftAdd, bit
+// for bit (the values and both sums), on both paths.
+func TestExpShiftSum2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(63, 64))
+	onEachPath(func(avx bool) {
+		for _, n := range mixLengths {
+			x0, x1 := elemInput(rng, n), elemInput(rng, n)
+			for i := range x1 {
+				x1[i] *= 40 // some below the clamp
+			}
+			const s0, s1 = 0.5, -1.25
+			want := append([]float32(nil), x0...)
+			w0 := ExpShiftSum(want, s0)
+			w1 := ExpScaleShiftAdd(want, x1, 1, s1)
+			got := append([]float32(nil), x0...)
+			g0, g1 := ExpShiftSum2(got, x1, s0, s1)
+			if i := mixDiff(got, want); i >= 0 {
+				t.Fatalf("avx2=%v n=%d: e0[%d] = %v, want %v", avx, n, i, got[i], want[i])
+			}
+			if !mixSame(g0, w0) || !mixSame(g1, w1) {
+				t.Fatalf("avx2=%v n=%d: sums %v, %v, want %v, %v", avx, n, g0, g1, w0, w1)
+			}
+		}
+	})
+}
+
+// TestMixShare checks MixShare against the component's terms, ExpScoreGrad and
+// ScoreGradSub in turn, bit for bit (g, d and both sums), for every term, on both paths.
+func TestMixShare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(65, 66))
+	onEachPath(func(avx bool) {
+		for _, n := range mixLengths {
+			dots, kk, qqs := mixInputs(rng, n)
+			d0, p := elemInput(rng, n), elemInput(rng, n)
+			for _, qq := range qqs {
+				for k, term := range append(mixTerms, mixTerms...) {
+					a := Linear{C: -0.6, Term: term}
+					const shift, f = 0.3, 1.7
+					delta := float32(0.2)
+					if k >= len(mixTerms) { // the masked-out lanes' products must not reach the sums
+						delta = float32(math.Inf(1))
+					}
+					x := termsOf(term, dots, qq, kk)
+					wg, wd := make([]float32, n), append([]float32(nil), d0...)
+					ws := ExpScoreGrad(wg, x, wd, a.C, shift, delta, f)
+					wsd := ScoreGradSub(wd, p, wg, delta)
+					g, d := make([]float32, n), append([]float32(nil), d0...)
+					s, sd := MixShare(g, d, p, dots, qq, kk, a, shift, delta, f)
+					if i := mixDiff(g, wg); i >= 0 {
+						t.Fatalf("avx2=%v n=%d qq=%v term %d: g[%d] = %v, want %v", avx, n, qq, term, i, g[i], wg[i])
+					}
+					if i := mixDiff(d, wd); i >= 0 {
+						t.Fatalf("avx2=%v n=%d qq=%v term %d: d[%d] = %v, want %v", avx, n, qq, term, i, d[i], wd[i])
+					}
+					if !mixSame(s, ws) || !mixSame(sd, wsd) {
+						t.Fatalf("avx2=%v n=%d qq=%v term %d: sums %v, %v, want %v, %v", avx, n, qq, term, s, sd, ws, wsd)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMixCoefs2 checks MixCoefs2 against DistCoefs (LinearCoefs for a dot product) in
+// place for b, then LinearCoefs added for a, bit for bit (coefficients, cs, the four
+// sums), for every pair of terms, on both paths.
+func TestMixCoefs2(t *testing.T) {
+	rng := rand.New(rand.NewPCG(67, 68))
+	onEachPath(func(avx bool) {
+		for _, n := range mixLengths {
+			dots, kk, qqs := mixInputs(rng, n)
+			d0, g, cs0 := elemInput(rng, n), elemInput(rng, n), elemInput(rng, n)
+			for _, qq := range qqs {
+				for _, tb := range mixTerms {
+					for _, ta := range mixTerms {
+						b, a := Linear{C: 0.8, Term: tb}, Linear{C: -1.3, Term: ta}
+						wd, wcs := append([]float32(nil), d0...), append([]float32(nil), cs0...)
+						var wxb, wsb float32
+						if tb == TermDot {
+							wxb, wsb = LinearCoefs(wd, wd, dots, nil, b.C, TermDot, false)
+						} else {
+							wxb, wsb = DistCoefs(wd, dots, qq, kk, wcs, b.C, tb == TermDist)
+						}
+						wxa, wsa := LinearCoefs(wd, g, termsOf(ta, dots, qq, kk), wcs, a.C, ta, true)
+						d, cs := append([]float32(nil), d0...), append([]float32(nil), cs0...)
+						xb, sb, xa, sa := MixCoefs2(d, g, dots, qq, kk, cs, b, a)
+						if i := mixDiff(d, wd); i >= 0 {
+							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: d[%d] = %v, want %v", avx, n, qq, tb, ta, i, d[i], wd[i])
+						}
+						if i := mixDiff(cs, wcs); i >= 0 {
+							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: cs[%d] = %v, want %v", avx, n, qq, tb, ta, i, cs[i], wcs[i])
+						}
+						for k, p := range [][2]float32{{xb, wxb}, {sb, wsb}, {xa, wxa}, {sa, wsa}} {
+							if !mixSame(p[0], p[1]) {
+								t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: sum %d = %v, want %v", avx, n, qq, tb, ta, k, p[0], p[1])
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestMixPathsAgree checks the AVX2 kernels of the fused mixture loops without
+// exponentials against their Go loops bit for bit on the same inputs (each path is checked
+// against the separate loops above; the exponentials' polynomial rounds differently on
+// the two paths, so MixShare and ExpShiftSum2 are checked per path only).
+func TestMixPathsAgree(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2")
+	}
+	rng := rand.New(rand.NewPCG(69, 70))
+	for _, n := range mixLengths {
+		dots, kk, _ := mixInputs(rng, n)
+		d0, g := elemInput(rng, n), elemInput(rng, n)
+		for _, ta := range mixTerms {
+			for _, tb := range mixTerms {
+				a, b := Linear{C: 1.1, Term: ta}, Linear{C: -0.4, Term: tb}
+				run := func(avx bool) [][]float32 {
+					defer setAVX2(hasAVX2)
+					setAVX2(avx)
+					e0, e1 := make([]float32, n), make([]float32, n)
+					m := MixScores2(e0, e1, dots, 2, kk, a, b)
+					d, cs := append([]float32(nil), d0...), make([]float32, n)
+					xb, sb, xa, sa := MixCoefs2(d, g, dots, 2, kk, cs, b, a)
+					return [][]float32{e0, e1, d, cs, {m, xb, sb, xa, sa}}
+				}
+				x, y := run(true), run(false)
+				for k := range x {
+					if i := mixDiff(x[k], y[k]); i >= 0 {
+						t.Fatalf("n=%d terms %d,%d: output %d [%d]: AVX2 %v, Go %v", n, ta, tb, k, i, x[k][i], y[k][i])
+					}
+				}
+			}
+		}
+	}
+}
