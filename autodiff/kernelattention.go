@@ -4,6 +4,7 @@ import (
 	"gorgonia.org/tensor"
 
 	"github.com/locusml/locus/autodiff/internal/gemm"
+	"github.com/locusml/locus/autodiff/internal/vmath"
 )
 
 // KernelAttention is the local mean of TiledLocalMean (the same function of the same
@@ -257,6 +258,9 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 					continue
 				}
 				w := chi - clo
+				if needQK { // the block's kept dot products, read cold by coefs: fetched during the gemms
+					prefetchRows(dh[r0*d.tk+clo:], rb, w, d.tk)
+				}
 				// dV[clo:chi] += W[r0:r1, clo:chi]ᵀ·dm[r0:r1]
 				mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, dmp[r0*d.lv:], d.lv, 1, dv[clo*d.lv:], d.lv)
 				if !needScores {
@@ -296,4 +300,14 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 		}
 	})
 	pairParamGrads(&k.pairSpec, d.n, d.tq, acc.hRows, acc.biasParts, acc.thetaParts, gr)
+}
+
+// prefetchRows asks the CPU to fetch rows of width w > 0 and stride ld from x (float32
+// only: the float64 runs are the reference, not tuned).
+func prefetchRows[T float](x []T, rows, w, ld int) {
+	for i := range rows {
+		if p, ok := any(&x[i*ld]).(*float32); ok {
+			vmath.Prefetch(p, w)
+		}
+	}
 }
