@@ -47,14 +47,11 @@ func ScaleMax(dst, x []float32, c float32) float32 {
 // Add sets dst[i] += x[i] for i < len(dst) (x must be as long).
 func Add(dst, x []float32) {
 	x = x[:len(dst)]
-	n := 0
-	if hasAVX2 {
-		n = len(dst) &^ 7
-		if n > 0 {
-			addAVX2(&dst[0], &x[0], n)
-		}
+	if hasAVX2 && len(dst) > 0 {
+		addAVX2(&dst[0], &x[0], len(dst))
+		return
 	}
-	for i := n; i < len(dst); i++ {
+	for i := range dst {
 		dst[i] += x[i]
 	}
 }

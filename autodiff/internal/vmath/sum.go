@@ -48,14 +48,11 @@ func Dist(x, dots []float32, qq float32, kk []float32) { sqDist(x, dots, qq, kk,
 
 func sqDist(x, dots []float32, qq float32, kk []float32, root bool) {
 	dots, kk = dots[:len(x)], kk[:len(x)]
-	n := 0
-	if hasAVX2 {
-		n = len(x) &^ 7
-		if n > 0 {
-			sqDistAVX2(&x[0], &dots[0], qq, &kk[0], n, root)
-		}
+	if hasAVX2 && len(x) > 0 {
+		sqDistAVX2(&x[0], &dots[0], qq, &kk[0], len(x), root)
+		return
 	}
-	for j := n; j < len(x); j++ {
+	for j := range x {
 		v := (qq + kk[j]) - 2*dots[j]
 		if v < 0 {
 			v = 0

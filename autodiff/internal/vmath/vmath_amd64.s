@@ -370,7 +370,8 @@ sddone:
 	VMAXPS      Y0, Y5, Y0
 
 // func sqDistAVX2(x, dots *float32, qq float32, kk *float32, n int, root bool)
-// x = max(qq + kk − 2·dots, 0), its square root if root, for n a positive multiple of 8.
+// x = max(qq + kk − 2·dots, 0), its square root if root; n > 0. The last n mod 8
+// elements go through masked loads and stores.
 TEXT ·sqDistAVX2(SB), NOSPLIT, $0-41
 	MOVQ         x+0(FP), DI
 	MOVQ         dots+8(FP), SI
@@ -382,6 +383,10 @@ TEXT ·sqDistAVX2(SB), NOSPLIT, $0-41
 	MOVL         $0xc0000000, AX // −2
 	MOVL         AX, X6
 	VBROADCASTSS X6, Y6
+	MOVQ         CX, R10
+	ANDQ         $7, R10
+	SHRQ         $3, CX
+	JZ           sdtail
 	TESTQ        BX, BX
 	JNZ          dloop
 
@@ -391,10 +396,9 @@ sdloop:
 	ADDQ    $32, SI
 	ADDQ    $32, DX
 	ADDQ    $32, DI
-	SUBQ    $8, CX
+	DECQ    CX
 	JNZ     sdloop
-	VZEROUPPER
-	RET
+	JMP     sdtail
 
 dloop:
 	SQDIST8
@@ -403,8 +407,18 @@ dloop:
 	ADDQ    $32, SI
 	ADDQ    $32, DX
 	ADDQ    $32, DI
-	SUBQ    $8, CX
+	DECQ    CX
 	JNZ     dloop
+sdtail:
+	TESTQ   R10, R10
+	JZ      sddone
+	SQDIST8TAIL
+	TESTQ   BX, BX
+	JZ      sdtstore
+	VSQRTPS Y0, Y0
+sdtstore:
+	VMASKMOVPS Y0, Y9, (DI)
+sddone:
 	VZEROUPPER
 	RET
 
@@ -1232,11 +1246,15 @@ sqloop:
 	RET
 
 // func addAVX2(dst, x *float32, n int)
-// dst[i] += x[i]; n is a positive multiple of 8.
+// dst[i] += x[i]; n > 0. The last n mod 8 elements go through masked loads and stores.
 TEXT ·addAVX2(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
+	MOVQ CX, DX
+	ANDQ $7, DX
+	ANDQ $-8, CX
+	JZ   atail
 	CMPQ CX, $32
 	JLT  aone
 aloop4:
@@ -1258,7 +1276,7 @@ aloop4:
 	CMPQ CX, $32
 	JGE  aloop4
 	TESTQ CX, CX
-	JZ   adone
+	JZ   atail
 aone:
 	VMOVUPS (DI), Y0
 	VADDPS (SI), Y0, Y0
@@ -1267,6 +1285,14 @@ aone:
 	ADDQ $32, SI
 	SUBQ $8, CX
 	JNZ  aone
+atail:
+	TESTQ DX, DX
+	JZ    adone
+	TAILMASK
+	VMASKMOVPS (DI), Y4, Y0
+	VMASKMOVPS (SI), Y4, Y1
+	VADDPS     Y1, Y0, Y0
+	VMASKMOVPS Y0, Y4, (DI)
 adone:
 	VZEROUPPER
 	RET
