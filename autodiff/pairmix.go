@@ -72,7 +72,7 @@ type rowsMix32 struct {
 	inv    []float64 // [N·Tq] each query's factor z; nil: 1
 	sums   []float32 // [L] the components' Σ of score gradients in a row
 	rest   int       // the component whose score gradients are the row's less the others', or −1
-	pair   bool      // two components, both linear in one term: the fused loops (pairValues, pairCoefs)
+	pair   bool      // two components, rest and another linear or rational: the fused loops (pairValues, pairCoefs)
 	pi     int       // the forward pass's problem
 	sum    float32   // the row's values' sum, formed with them by values
 	sumOK  bool      // sum holds (every component of scores)
@@ -98,7 +98,10 @@ func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, 
 			r.rest = l
 		}
 	}
-	r.pair = len(r.comps) == 2 && r.comps[0].linearTerm() && r.comps[1].linearTerm()
+	if len(r.comps) == 2 && r.rest >= 0 && r.comps[r.rest].linearTerm() {
+		o := &r.comps[1-r.rest]
+		r.pair = o.linearTerm() || o.rat != nil
+	}
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
 		if acc != nil {
@@ -240,19 +243,31 @@ func rowShift(m float32) (float32, bool) {
 	return m, true
 }
 
-// pairValues is values for two components linear in one term each (r.pair) when the
-// row hides no key: their log-scores and the largest in one pass (MixScores2), the
-// values and the two sums in another (ExpShiftSum2), the same results as the separate
-// loops.
+// pairValues is values for the two components of r.pair when the row hides no key:
+// their log-scores (a rational component's values) and the largest in one pass
+// (MixScores2), the row's values in another (ExpShiftSum2, with the sum of the
+// exponentials when both components are linear), the same results as the separate
+// loops. A rational component goes second.
 func (r *rowsMix32) pairValues(dst, drow []float32, h float32, t, c0, n int) (float32, bool) {
 	a, b := &r.comps[0], &r.comps[1]
+	if a.rat != nil {
+		a, b = b, a
+	}
 	qq, kk := r.rowNorms(t, c0)
-	m, ok := rowShift(vmath.MixScores2(dst[:n], b.e[:n], drow[:n], qq, kk, a.linear(h), b.linear(h)))
+	m := vmath.MixScores2(dst[:n], b.e[:n], drow[:n], qq, kk, a.comp(h), b.comp(h))
+	if b.rat != nil {
+		m = max(m, 0) // NaN stays
+	}
+	m, ok := rowShift(m)
 	if !ok {
 		return m, false
 	}
-	s0, s1 := vmath.ExpShiftSum2(dst[:n], b.e[:n], float32(float64(m)-a.lw), float32(float64(m)-b.lw))
-	r.sum, r.sumOK = s0+s1, true
+	s1 := float32(float64(m) - b.lw)
+	if b.rat != nil { // its values' factor w·exp(−m)
+		s1 = b.w * vmath.Exp32(-m)
+	}
+	s0, sum1 := vmath.ExpShiftSum2(dst[:n], b.e[:n], float32(float64(m)-a.lw), s1, b.rat != nil)
+	r.sum, r.sumOK = s0+sum1, b.rat == nil
 	return m, true
 }
 
@@ -377,7 +392,9 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 	// straight into its score gradients.
 	plain := pr.km == nil && pr.bias == nil && vlo == lo && vhi == hi && (self < lo || self >= hi)
 	if r.pair && plain && r.acc.biasParts == nil {
-		return r.pairCoefs(cv, prow, drow, shift, z, delta, h, t, lo, n, pi)
+		if rowD2, ok := r.pairCoefs(cv, prow, drow, shift, z, delta, h, t, lo, n, pi); ok {
+			return rowD2
+		}
 	}
 	for l := range r.comps {
 		if l == r.rest {
@@ -451,21 +468,31 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 	return rowD2
 }
 
-// pairCoefs is coefs for two components linear in one term each (r.pair) when the row
-// hides no key and has no bias: the first component's share of the score gradients and
-// the row's own, less it, for the second (MixShare), then both components'
-// coefficients (MixCoefs2), each in one pass, the same results as the separate loops.
-func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64, h float32, t, lo, n, pi int) float64 {
-	a, b := &r.comps[0], &r.comps[1]
+// pairCoefs is coefs for the two components of r.pair when the row hides no key and has
+// no bias: the other component's share of the score gradients and the row's own, less
+// it, for r.rest (MixShare), then both components' coefficients (MixCoefs2), each in one
+// pass, the same results as the separate loops; false (nothing done) when a rational
+// component's factor overflows float32 (share forms it from the scores then).
+func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64, h float32, t, lo, n, pi int) (float64, bool) {
+	oi := 1 - r.rest
+	a, b := &r.comps[oi], &r.comps[r.rest]
+	f, sh := float32(z), float32(shift-a.lw)
+	if a.rat != nil { // its share is z·w·exp(−shift) times its values
+		fv := z * float64(a.w) * math.Exp(-shift)
+		if fv > math.MaxFloat32 {
+			return 0, false
+		}
+		f, sh = float32(fv), 0
+	}
 	qq, kk := r.rowNorms(t, lo)
 	var cs []float32
 	if r.k.useDist {
 		cs = r.cs[lo : lo+n]
 	}
-	la, lb := a.linear(h), b.linear(h)
-	sa, sg := vmath.MixShare(a.g[:n], cv, prow, drow, qq, kk, la, float32(shift-a.lw), float32(delta), float32(z))
+	la, lb := a.comp(h), b.comp(h)
+	sa, sg := vmath.MixShare(a.g[:n], cv, prow, drow, qq, kk, la, sh, float32(delta), f)
 	gxb, sdb, gxa, sda := vmath.MixCoefs2(cv, a.g[:n], drow, qq, kk, cs, lb, la)
-	r.sums[0], r.sums[1] = sa, sg-sa
+	r.sums[oi], r.sums[r.rest] = sa, sg-sa
 	if r.acc.thetaParts != nil { // ∂L/∂θ_l = Σ g_l − w_l·Σ gs
 		th := r.acc.thetaParts[pi*2:]
 		for l := range r.comps {
@@ -477,7 +504,7 @@ func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64,
 		_, dfb := b.factor(h)
 		r.acc.hRows[pi*r.d.tq+t] += float64(gxb)*dfb + float64(gxa)*dfa
 	}
-	return float64(sdb) + float64(sda)
+	return float64(sdb) + float64(sda), true
 }
 
 func (r *rowsMix32) endGrads(pr *problem[float32], dk []float32) {

@@ -45,6 +45,16 @@ type DirectPairKernel32 interface {
 	PairValues32(k, x []float32, h float32)
 }
 
+// RationalPairKernel32 is a DirectPairKernel32 of the squared distance x whose value is
+// 1/(1 + x/a(h)) (Cauchy's, a = h²): PairValues32 is Recip1p32 at 1/a, PairGrads32 turns g
+// into −g/(a + x) with RatioGrad32 and gives a′(h)/a(h)·Σ g/(a + x)·x. KernelAttention's
+// fused mixture loops form its values and gradients beside a linear component's.
+type RationalPairKernel32 interface {
+	DirectPairKernel32
+	// PairRatio32 returns a(h) and a′(h)/a(h).
+	PairRatio32(h float32) (a float32, dlog float64)
+}
+
 // DistancePairKernel32 is a PairKernel32 of the squared distance whose float32 rows read
 // the distance r = ‖q − k‖ itself as their term x, and whose PairGrads32 gives
 // g·∂s/∂r: KernelAttention takes the square roots and turns ∂L/∂r into
@@ -81,14 +91,15 @@ func RatioGrad32(g, x []float32, a float32) float64 { return float64(vmath.Ratio
 // LinearPairKernel32 (kept for the bandwidth last asked for).
 type kernel32 struct {
 	kern      PairKernel32
-	direct    DirectPairKernel32 // non-nil: its values, not its scores
-	lin       LinearPairKernel32 // non-nil: its log-scores are a factor times its term
-	dot, dist bool               // the term it reads
-	radial    bool               // a DistancePairKernel32: the distance, not its square
-	kind      vmath.Term         // the term, for LinearCoefs
-	f, fh     float32            // factor's c(h) and h
-	df        float64            // factor's c′(h)
-	fok       bool               // f and df hold for fh
+	direct    DirectPairKernel32   // non-nil: its values, not its scores
+	lin       LinearPairKernel32   // non-nil: its log-scores are a factor times its term
+	rat       RationalPairKernel32 // non-nil (and lin nil): its values are 1/(1 + x/a(h))
+	dot, dist bool                 // the term it reads
+	radial    bool                 // a DistancePairKernel32: the distance, not its square
+	kind      vmath.Term           // the term, for LinearCoefs
+	f, fh     float32              // factor's c(h) (a rational kernel's a(h)) and h
+	df        float64              // factor's c′(h) (a′(h)/a(h))
+	fok       bool                 // f and df hold for fh
 }
 
 func newKernel32(kern PairKernel32) kernel32 {
@@ -98,6 +109,9 @@ func newKernel32(kern PairKernel32) kernel32 {
 	k.dot, k.dist = kern.PairTerms()
 	_, k.radial = kern.(DistancePairKernel32)
 	k.radial = k.radial && k.dist
+	if r, ok := kern.(RationalPairKernel32); ok && k.lin == nil && k.dist && !k.dot && !k.radial {
+		k.rat = r
+	}
 	switch {
 	case k.radial:
 		k.kind = vmath.TermDist
@@ -127,18 +141,27 @@ func (k *kernel32) terms(dst, dots, qq, kk []float32, t, lo int) ([]float32, boo
 }
 
 // linearTerm says whether the kernel is linear in one term (the dot product or a
-// distance), the components the fused mixture loops take.
+// distance), the components the fused mixture loops take for either place.
 func (k *kernel32) linearTerm() bool { return k.lin != nil && (k.dot || k.dist) }
 
-// linear returns a linear kernel's log-score at bandwidth h for the fused mixture loops.
-func (k *kernel32) linear(h float32) vmath.Linear {
-	return vmath.Linear{C: k.factor1(h), Term: k.kind}
+// comp returns a linear or rational kernel at bandwidth h for the fused mixture loops.
+func (k *kernel32) comp(h float32) vmath.Comp {
+	f, _ := k.factor(h)
+	if k.rat != nil {
+		return vmath.Comp{C: 1 / f, A: f, Term: vmath.TermSqDist, Rational: true}
+	}
+	return vmath.Comp{C: f, Term: k.kind}
 }
 
-// factor returns a linear kernel's factor c(h) and its derivative.
+// factor returns a linear kernel's factor c(h) and its derivative, or a rational
+// kernel's a(h) and a′(h)/a(h).
 func (k *kernel32) factor(h float32) (float32, float64) {
 	if h != k.fh || !k.fok {
-		k.f, k.df = k.lin.PairFactor32(h)
+		if k.rat != nil {
+			k.f, k.df = k.rat.PairRatio32(h)
+		} else {
+			k.f, k.df = k.lin.PairFactor32(h)
+		}
 		k.fh, k.fok = h, true
 	}
 	return k.f, k.df

@@ -89,6 +89,12 @@ func (Cauchy) PairValues32(k, x []float32, h float32) {
 }
 
 // PairGrads32 is PairGrads in float32, in place.
-func (Cauchy) PairGrads32(g, x []float32, h float32) float64 {
-	return 2 * autodiff.RatioGrad32(g, x, h*h) / float64(h)
+func (c Cauchy) PairGrads32(g, x []float32, h float32) float64 {
+	a, dlog := c.PairRatio32(h)
+	return autodiff.RatioGrad32(g, x, a) * dlog
 }
+
+// PairRatio32 returns a = h² and a′/a = 2/h (autodiff.RationalPairKernel32: its values are
+// 1/(1 + x/a), and KernelAttention's fused mixture loops form them beside a linear
+// kernel's).
+func (Cauchy) PairRatio32(h float32) (a float32, dlog float64) { return h * h, 2 / float64(h) }

@@ -108,7 +108,9 @@ func TestFusedMatchesGeneral(t *testing.T) {
 	const T = 40
 	x := randDense(rng, 1, 2, T, 8)
 	mem := randDense(rng, 1, 2, T-5, 8)
-	kernels := append(tiledKernelCases(), Tricube{}, MustParseKernelSpec("epanechnikov * causal * relbias(3)").Kernel)
+	kernels := append(tiledKernelCases(), Tricube{}, MustParseKernelSpec("epanechnikov * causal * relbias(3)").Kernel,
+		// two components on the fused mixture loops: a rational one second, then first
+		MustParseKernelSpec("mixture(gaussian, cauchy)").Kernel, MustParseKernelSpec("mixture(cauchy, laplacian)").Kernel)
 	worst := map[autodiff.Dtype][3]float64{}
 	i := 0
 	for _, kern := range kernels {

@@ -54,6 +54,17 @@ func mixInputs(rng *rand.Rand, n int) (dots, kk []float32, qqs []float32) {
 
 var mixTerms = []Term{TermDot, TermSqDist, TermDist}
 
+// mixSecond returns the second components to try: linear in each term (factor −0.75),
+// and rational (Cauchy's at h = 1.6: C = 1/h², A = h²).
+func mixSecond() []Comp {
+	var cs []Comp
+	for _, t := range mixTerms {
+		cs = append(cs, Comp{C: -0.75, Term: t})
+	}
+	const h = float32(1.6)
+	return append(cs, Comp{C: 1 / (h * h), A: h * h, Term: TermSqDist, Rational: true})
+}
+
 // mixLengths are the row lengths the fused mixture loops are checked at.
 var mixLengths = []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 64}
 
@@ -66,10 +77,16 @@ func TestMixScores2(t *testing.T) {
 			dots, kk, qqs := mixInputs(rng, n)
 			for _, qq := range qqs {
 				for _, t0 := range mixTerms {
-					for _, t1 := range mixTerms {
-						a, b := Linear{C: 1.5, Term: t0}, Linear{C: -0.75, Term: t1}
-						want := func(l Linear) ([]float32, float32) {
+					for _, b := range mixSecond() {
+						t1 := b.Term
+						a := Comp{C: 1.5, Term: t0}
+						want := func(l Comp) ([]float32, float32) {
 							e := make([]float32, n)
+							if l.Rational { // Recip1p of the squared distances, out of the largest
+								SqDist(e, dots, qq, kk)
+								Recip1p(e, e, l.C)
+								return e, float32(math.Inf(-1))
+							}
 							if l.Term == TermDot {
 								return e, ScaleMax(e, dots, l.C)
 							}
@@ -107,16 +124,30 @@ func TestExpShiftSum2(t *testing.T) {
 				x1[i] *= 40 // some below the clamp
 			}
 			const s0, s1 = 0.5, -1.25
-			want := append([]float32(nil), x0...)
-			w0 := ExpShiftSum(want, s0)
-			w1 := ExpScaleShiftAdd(want, x1, 1, s1)
-			got := append([]float32(nil), x0...)
-			g0, g1 := ExpShiftSum2(got, x1, s0, s1)
-			if i := mixDiff(got, want); i >= 0 {
-				t.Fatalf("avx2=%v n=%d: e0[%d] = %v, want %v", avx, n, i, got[i], want[i])
-			}
-			if !mixSame(g0, w0) || !mixSame(g1, w1) {
-				t.Fatalf("avx2=%v n=%d: sums %v, %v, want %v, %v", avx, n, g0, g1, w0, w1)
+			for _, values := range []bool{false, true} {
+				want := append([]float32(nil), x0...)
+				w0 := ExpShiftSum(want, s0)
+				var w1 float32
+				if values { // Scale then Add: a component of values
+					v := append([]float32(nil), x1...)
+					Scale(v, s1)
+					Add(want, v)
+					var l [8]float32
+					for i, x := range v {
+						l[i&7] += x
+					}
+					w1 = lanes8(&l)
+				} else {
+					w1 = ExpScaleShiftAdd(want, x1, 1, s1)
+				}
+				got := append([]float32(nil), x0...)
+				g0, g1 := ExpShiftSum2(got, x1, s0, s1, values)
+				if i := mixDiff(got, want); i >= 0 {
+					t.Fatalf("avx2=%v n=%d values %v: e0[%d] = %v, want %v", avx, n, values, i, got[i], want[i])
+				}
+				if !mixSame(g0, w0) || !mixSame(g1, w1) {
+					t.Fatalf("avx2=%v n=%d values %v: sums %v, %v, want %v, %v", avx, n, values, g0, g1, w0, w1)
+				}
 			}
 		}
 	})
@@ -131,27 +162,38 @@ func TestMixShare(t *testing.T) {
 			dots, kk, qqs := mixInputs(rng, n)
 			d0, p := elemInput(rng, n), elemInput(rng, n)
 			for _, qq := range qqs {
-				for k, term := range append(mixTerms, mixTerms...) {
-					a := Linear{C: -0.6, Term: term}
+				comps := []Comp{}
+				for _, term := range mixTerms {
+					comps = append(comps, Comp{C: -0.6, Term: term})
+				}
+				comps = append(comps, Comp{C: 0.4, A: 2.5, Term: TermSqDist, Rational: true})
+				for k, a := range append(comps, comps...) {
+					term := a.Term
 					const shift, f = 0.3, 1.7
 					delta := float32(0.2)
-					if k >= len(mixTerms) { // the masked-out lanes' products must not reach the sums
+					if k >= len(comps) { // the masked-out lanes' products must not reach the sums
 						delta = float32(math.Inf(1))
 					}
 					x := termsOf(term, dots, qq, kk)
 					wg, wd := make([]float32, n), append([]float32(nil), d0...)
-					ws := ExpScoreGrad(wg, x, wd, a.C, shift, delta, f)
+					var ws float32
+					if a.Rational {
+						Recip1p(x, x, a.C)
+						ws = ScoreGradSum(wg, wd, x, delta, f)
+					} else {
+						ws = ExpScoreGrad(wg, x, wd, a.C, shift, delta, f)
+					}
 					wsd := ScoreGradSub(wd, p, wg, delta)
 					g, d := make([]float32, n), append([]float32(nil), d0...)
 					s, sd := MixShare(g, d, p, dots, qq, kk, a, shift, delta, f)
 					if i := mixDiff(g, wg); i >= 0 {
-						t.Fatalf("avx2=%v n=%d qq=%v term %d: g[%d] = %v, want %v", avx, n, qq, term, i, g[i], wg[i])
+						t.Fatalf("avx2=%v n=%d qq=%v comp %+v: g[%d] = %v, want %v", avx, n, qq, a, i, g[i], wg[i])
 					}
 					if i := mixDiff(d, wd); i >= 0 {
-						t.Fatalf("avx2=%v n=%d qq=%v term %d: d[%d] = %v, want %v", avx, n, qq, term, i, d[i], wd[i])
+						t.Fatalf("avx2=%v n=%d qq=%v comp %+v: d[%d] = %v, want %v", avx, n, qq, a, i, d[i], wd[i])
 					}
 					if !mixSame(s, ws) || !mixSame(sd, wsd) {
-						t.Fatalf("avx2=%v n=%d qq=%v term %d: sums %v, %v, want %v, %v", avx, n, qq, term, s, sd, ws, wsd)
+						t.Fatalf("avx2=%v n=%d qq=%v comp %+v: sums %v, %v, want %v, %v", avx, n, qq, a, s, sd, ws, wsd)
 					}
 				}
 			}
@@ -169,9 +211,15 @@ func TestMixCoefs2(t *testing.T) {
 			dots, kk, qqs := mixInputs(rng, n)
 			d0, g, cs0 := elemInput(rng, n), elemInput(rng, n), elemInput(rng, n)
 			for _, qq := range qqs {
+				as := []Comp{}
+				for _, ta := range mixTerms {
+					as = append(as, Comp{C: -1.3, Term: ta})
+				}
+				as = append(as, Comp{C: 0.4, A: 2.5, Term: TermSqDist, Rational: true})
 				for _, tb := range mixTerms {
-					for _, ta := range mixTerms {
-						b, a := Linear{C: 0.8, Term: tb}, Linear{C: -1.3, Term: ta}
+					for _, a := range as {
+						ta := a.Term
+						b := Comp{C: 0.8, Term: tb}
 						wd, wcs := append([]float32(nil), d0...), append([]float32(nil), cs0...)
 						var wxb, wsb float32
 						if tb == TermDot {
@@ -179,11 +227,23 @@ func TestMixCoefs2(t *testing.T) {
 						} else {
 							wxb, wsb = DistCoefs(wd, dots, qq, kk, wcs, b.C, tb == TermDist)
 						}
-						wxa, wsa := LinearCoefs(wd, g, termsOf(ta, dots, qq, kk), wcs, a.C, ta, true)
+						var wxa, wsa float32
+						if a.Rational { // RatioGrad, AddSumScale, Add
+							ga := append([]float32(nil), g...)
+							wxa = RatioGrad(ga, termsOf(ta, dots, qq, kk), a.A)
+							wsa = AddSumScale(ga, wcs, -2)
+							Add(wd, ga)
+						} else {
+							wxa, wsa = LinearCoefs(wd, g, termsOf(ta, dots, qq, kk), wcs, a.C, ta, true)
+						}
+						g0 := append([]float32(nil), g...)
 						d, cs := append([]float32(nil), d0...), append([]float32(nil), cs0...)
 						xb, sb, xa, sa := MixCoefs2(d, g, dots, qq, kk, cs, b, a)
+						if i := mixDiff(g, g0); i >= 0 {
+							t.Fatalf("avx2=%v n=%d qq=%v: g[%d] written", avx, n, qq, i)
+						}
 						if i := mixDiff(d, wd); i >= 0 {
-							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: d[%d] = %v, want %v", avx, n, qq, tb, ta, i, d[i], wd[i])
+							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d rational %v: d[%d] = %v, want %v", avx, n, qq, tb, ta, a.Rational, i, d[i], wd[i])
 						}
 						if i := mixDiff(cs, wcs); i >= 0 {
 							t.Fatalf("avx2=%v n=%d qq=%v terms %d,%d: cs[%d] = %v, want %v", avx, n, qq, tb, ta, i, cs[i], wcs[i])
@@ -213,15 +273,16 @@ func TestMixPathsAgree(t *testing.T) {
 		dots, kk, _ := mixInputs(rng, n)
 		d0, g := elemInput(rng, n), elemInput(rng, n)
 		for _, ta := range mixTerms {
-			for _, tb := range mixTerms {
-				a, b := Linear{C: 1.1, Term: ta}, Linear{C: -0.4, Term: tb}
+			for _, b := range mixSecond() {
+				tb := b.Term
+				a := Comp{C: 1.1, Term: ta}
 				run := func(avx bool) [][]float32 {
 					defer setAVX2(hasAVX2)
 					setAVX2(avx)
 					e0, e1 := make([]float32, n), make([]float32, n)
 					m := MixScores2(e0, e1, dots, 2, kk, a, b)
 					d, cs := append([]float32(nil), d0...), make([]float32, n)
-					xb, sb, xa, sa := MixCoefs2(d, g, dots, 2, kk, cs, b, a)
+					xb, sb, xa, sa := MixCoefs2(d, g, dots, 2, kk, cs, a, b) // b as the second, rational or not
 					return [][]float32{e0, e1, d, cs, {m, xb, sb, xa, sa}}
 				}
 				x, y := run(true), run(false)

@@ -237,6 +237,12 @@ DATA vneg2<>+16(SB)/8, $0xc0000000c0000000
 DATA vneg2<>+24(SB)/8, $0xc0000000c0000000
 GLOBL vneg2<>(SB), RODATA|NOPTR, $32
 
+DATA vsign<>+0(SB)/8, $0x8000000080000000
+DATA vsign<>+8(SB)/8, $0x8000000080000000
+DATA vsign<>+16(SB)/8, $0x8000000080000000
+DATA vsign<>+24(SB)/8, $0x8000000080000000
+GLOBL vsign<>(SB), RODATA|NOPTR, $32
+
 // TERMS3 stores a row's three pair terms for the eight pairs whose dot products are in
 // Y1 and keys' squared norms in Y2, with Y4 = qq and Y14 = 0 broadcast: the dot products
 // at 0(SP), the squared distances max(qq + kk − 2·dots, 0) at 32(SP) and the distances at
@@ -1462,12 +1468,13 @@ snsum:
 	VZEROUPPER
 	RET
 
-// func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int) float32
+// func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1 bool) float32
 // e0 = c0·x0 and e1 = c1·x1 with x0, x1 the terms t0, t1 (TERMS3's), and returns the
 // largest of both, NaN when one is NaN (scaleMaxAVX2's and sqDistScaleMaxAVX2's rules);
+// if rational1, e1 = 1/(1 + c1·x1) (recip1pAVX2's roundings) instead, out of the largest.
 // n > 0. The last n mod 8 elements go through masked loads and stores, the other lanes
 // −Inf for the maximum.
-TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-76
+TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-84
 	MOVQ         e0+0(FP), DI
 	MOVQ         e1+8(FP), R11
 	MOVQ         dots+16(FP), SI
@@ -1480,6 +1487,8 @@ TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-76
 	SHLQ         $5, R8
 	MOVQ         t1+64(FP), R12
 	SHLQ         $5, R12
+	MOVBLZX      rational1+72(FP), R13
+	VMOVUPS      C_one, Y5
 	VXORPS       Y14, Y14, Y14
 	MOVL         $0xff800000, AX // −Inf
 	MOVL         AX, X7
@@ -1500,10 +1509,18 @@ m2loop:
 	VORPS   Y2, Y3, Y3
 	VMAXPS  Y0, Y11, Y11
 	VMULPS  (SP)(R12*1), Y10, Y0
+	TESTQ   R13, R13
+	JNZ     m2val
 	VMOVUPS Y0, (R11)
 	VCMPPS  $3, Y0, Y0, Y2
 	VORPS   Y2, Y3, Y3
 	VMAXPS  Y0, Y11, Y11
+	JMP     m2next
+m2val:
+	VADDPS  Y5, Y0, Y0
+	VDIVPS  Y0, Y5, Y0
+	VMOVUPS Y0, (R11)
+m2next:
 	ADDQ    $32, SI
 	ADDQ    $32, DX
 	ADDQ    $32, DI
@@ -1527,11 +1544,18 @@ m2tail:
 	VORPS      Y2, Y3, Y3
 	VMAXPS     Y0, Y11, Y11
 	VMULPS     (SP)(R12*1), Y10, Y0
+	TESTQ      R13, R13
+	JNZ        m2tval
 	VMASKMOVPS Y0, Y9, (R11)
 	VBLENDVPS  Y9, Y0, Y7, Y0
 	VCMPPS     $3, Y0, Y0, Y2
 	VORPS      Y2, Y3, Y3
 	VMAXPS     Y0, Y11, Y11
+	JMP        m2done
+m2tval:
+	VADDPS     Y5, Y0, Y0
+	VDIVPS     Y0, Y5, Y0
+	VMASKMOVPS Y0, Y9, (R11)
 m2done:
 	VMOVAPS   Y11, Y0
 	LANESMAX
@@ -1541,20 +1565,21 @@ m2done:
 	MOVL      $0x7fc00000, AX // NaN
 	MOVL      AX, X0
 m2ret:
-	VMOVSS X0, ret+72(FP)
+	VMOVSS X0, ret+80(FP)
 	VZEROUPPER
 	RET
 
-// func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32) (sum0, sum1 float32)
-// v0 = exp(e0 − s0), v1 = exp(e1 − s1) as expScaleShiftSumAVX2 forms them at c = 1,
-// e0 = v0 + v1, and returns Σ v0 and Σ v1 in its lanes and order; n > 0. The last n
-// mod 8 elements go through masked loads and stores.
-TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-40
+// func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1 bool) (sum0, sum1 float32)
+// v0 = exp(e0 − s0), v1 = exp(e1 − s1) as expScaleShiftSumAVX2 forms them at c = 1 (v1 =
+// s1·e1 if values1), e0 = v0 + v1, and returns Σ v0 and Σ v1 in its lanes and order;
+// n > 0. The last n mod 8 elements go through masked loads and stores.
+TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-48
 	MOVQ         e0+0(FP), DI
 	MOVQ         e1+8(FP), SI
 	MOVQ         n+16(FP), CX
 	VBROADCASTSS s0+24(FP), Y9
 	VBROADCASTSS s1+28(FP), Y10
+	MOVBLZX      values1+32(FP), R8
 	VMOVUPS      C_one, Y8
 	VXORPS       Y6, Y6, Y6
 	VXORPS       Y12, Y12, Y12
@@ -1568,9 +1593,15 @@ x2loop:
 	EXPCS8
 	VMOVAPS Y0, Y11
 	VADDPS  Y0, Y6, Y6
+	TESTQ   R8, R8
+	JNZ     x2val
 	VMOVUPS (SI), Y0
 	VMOVAPS Y10, Y7
 	EXPCS8
+	JMP     x2add
+x2val:
+	VMULPS  (SI), Y10, Y0
+x2add:
 	VADDPS  Y0, Y12, Y12
 	VADDPS  Y11, Y0, Y0
 	VMOVUPS Y0, (DI)
@@ -1589,27 +1620,35 @@ x2tail:
 	VMOVAPS    Y0, Y11
 	VADDPS     Y0, Y6, Y6
 	VMASKMOVPS (SI), Y4, Y0
+	TESTQ      R8, R8
+	JNZ        x2tval
 	VMOVAPS    Y10, Y7
 	EXPCS8
+	JMP        x2tand
+x2tval:
+	VMULPS     Y10, Y0, Y0
+x2tand:
 	VANDPS     Y4, Y0, Y0
 	VADDPS     Y0, Y12, Y12
 	VADDPS     Y11, Y0, Y0
 	VMASKMOVPS Y0, Y4, (DI)
 x2done:
 	LANES8
-	VMOVSS  X6, sum0+32(FP)
+	VMOVSS  X6, sum0+40(FP)
 	VMOVAPS Y12, Y6
 	LANES8
-	VMOVSS  X6, sum1+36(FP)
+	VMOVSS  X6, sum1+44(FP)
 	VZEROUPPER
 	RET
 
-// func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int) (sg, sd float32)
+// func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational bool) (sg, sd float32)
 // g = (f·e)·(d − delta) with e = exp(c·x − shift) of the term x (TERMS3's), as
-// expScoreGradAVX2 forms it, then v = p·(d − delta) and d = v − g as scoreGradSubAVX2
-// forms them; returns Σ g and Σ v in their lanes and order; n > 0. The last n mod 8
-// elements go through masked loads and stores, their lanes masked out of the sums.
-TEXT ·mixShareAVX2(SB), NOSPLIT, $96-88
+// expScoreGradAVX2 forms it (if rational, e = 1/(1 + c·x) as recip1pAVX2 forms it, and g
+// as scoreGradSumAVX2 forms it at scale f), then v = p·(d − delta) and d = v − g as
+// scoreGradSubAVX2 forms them; returns Σ g and Σ v in their lanes and order; n > 0. The
+// last n mod 8 elements go through masked loads and stores, their lanes masked out of the
+// sums.
+TEXT ·mixShareAVX2(SB), NOSPLIT, $96-96
 	MOVQ         gr+0(FP), DI
 	MOVQ         d+8(FP), BX
 	MOVQ         p+16(FP), R11
@@ -1623,6 +1662,7 @@ TEXT ·mixShareAVX2(SB), NOSPLIT, $96-88
 	VBROADCASTSS f+64(FP), Y10
 	MOVQ         term+72(FP), R8
 	SHLQ         $5, R8
+	MOVBLZX      rational+80(FP), R13
 	VXORPS       Y14, Y14, Y14
 	VXORPS       Y11, Y11, Y11
 	VXORPS       Y15, Y15, Y15
@@ -1635,7 +1675,16 @@ msloop:
 	VMOVUPS (DX), Y2
 	TERMS3
 	VMOVUPS (SP)(R8*1), Y0
+	TESTQ   R13, R13
+	JNZ     msval
 	EXPCS8
+	JMP     msgot
+msval:
+	VMULPS  Y8, Y0, Y0
+	VADDPS  C_one, Y0, Y0
+	VMOVUPS C_one, Y3
+	VDIVPS  Y0, Y3, Y0
+msgot:
 	VMULPS  Y10, Y0, Y0
 	VMOVUPS (BX), Y1
 	VSUBPS  Y9, Y1, Y1
@@ -1664,7 +1713,16 @@ mstail:
 	VMASKMOVPS (DX), Y6, Y2
 	TERMS3
 	VMOVUPS    (SP)(R8*1), Y0
+	TESTQ      R13, R13
+	JNZ        mstval
 	EXPCS8
+	JMP        mstgot
+mstval:
+	VMULPS     Y8, Y0, Y0
+	VADDPS     C_one, Y0, Y0
+	VMOVUPS    C_one, Y3
+	VDIVPS     Y0, Y3, Y0
+mstgot:
 	VANDPS     Y6, Y0, Y0 // only the tail's lanes
 	VMULPS     Y10, Y0, Y0
 	VMASKMOVPS (BX), Y6, Y1
@@ -1682,20 +1740,21 @@ mstail:
 msdone:
 	VMOVAPS Y11, Y6
 	LANES8
-	VMOVSS  X6, sg+80(FP)
+	VMOVSS  X6, sg+88(FP)
 	VMOVAPS Y15, Y6
 	LANES8
-	VMOVSS  X6, sd+84(FP)
+	VMOVSS  X6, sd+92(FP)
 	VZEROUPPER
 	RET
 
-// func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int) (gxb, sdb, gxa, sda float32)
+// func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA bool) (gxb, sdb, gxa, sda float32)
 // distCoefsAVX2(d, …, cb, tb) (linearCoefsAVX2(d, d, dots, …) for tb = 0), then
-// linearCoefsAVX2(d, g, x, cs, n, ca, ta, true), with the terms TERMS3 forms; returns
-// both calls' sums. n > 0; cs is not read when both terms are 0. The last n mod 8
-// elements go through masked loads and stores (the mask kept at 96(SP)), each call's
-// tail as its own.
-TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-96
+// linearCoefsAVX2(d, g, x, cs, n, ca, ta, true), with the terms TERMS3 forms; if
+// rationalA, ratioGradAVX2(g, x, n, ca), addSumScaleAVX2(g, cs, n, −2) and addAVX2(d, g)
+// instead of the second (g is not written). Returns the calls' sums. n > 0; cs is not
+// read when both terms are 0. The last n mod 8 elements go through masked loads and
+// stores (the mask kept at 96(SP)), each call's tail as its own.
+TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-104
 	MOVQ         d+0(FP), DI
 	MOVQ         gr+8(FP), R11
 	MOVQ         dots+16(FP), SI
@@ -1709,6 +1768,7 @@ TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-96
 	SHLQ         $5, R8
 	MOVQ         ta+72(FP), R12
 	SHLQ         $5, R12
+	MOVBLZX      rationalA+80(FP), R13
 	VXORPS       Y5, Y5, Y5
 	VXORPS       Y14, Y14, Y14
 	MOVL         $0xc0000000, AX // −2
@@ -1743,6 +1803,8 @@ mcbsq:
 	VMULPS  Y7, Y0, Y0
 mcbset:
 	VMOVUPS Y0, (DI)
+	TESTQ   R13, R13
+	JNZ     mcarat
 	VMOVUPS (R11), Y0 // a: its score gradients in g, added
 	VMULPS  (SP)(R12*1), Y0, Y2
 	VADDPS  Y2, Y11, Y11
@@ -1754,6 +1816,19 @@ mcbset:
 	VMOVUPS 64(SP), Y1
 	DISTDIV
 mcasq:
+	VADDPS  Y0, Y15, Y15
+	VADDPS  (BX), Y0, Y1
+	VMOVUPS Y1, (BX)
+	VMULPS  Y7, Y0, Y0
+	JMP     mcaadd
+mcarat: // a rational: f = g/(ca + x), then −f as the score gradient of a squared distance
+	VMOVUPS (R11), Y0
+	VMOVUPS (SP)(R12*1), Y1
+	VADDPS  Y10, Y1, Y2
+	VDIVPS  Y2, Y0, Y0
+	VMULPS  Y1, Y0, Y3
+	VADDPS  Y3, Y11, Y11
+	VXORPS  vsign<>(SB), Y0, Y0
 	VADDPS  Y0, Y15, Y15
 	VADDPS  (BX), Y0, Y1
 	VMOVUPS Y1, (BX)
@@ -1800,6 +1875,8 @@ mctbsq:
 	VMULPS     Y7, Y0, Y0
 mctbset:
 	VMASKMOVPS Y0, Y12, (DI)
+	TESTQ      R13, R13
+	JNZ        mctarat
 	VMASKMOVPS (R11), Y12, Y0
 	VMULPS     (SP)(R12*1), Y0, Y2
 	VANDPS     Y12, Y2, Y2
@@ -1817,22 +1894,38 @@ mctasq:
 	VADDPS     Y1, Y0, Y1
 	VMASKMOVPS Y1, Y12, (BX)
 	VMULPS     Y7, Y0, Y0
+	JMP        mctaadd
+mctarat:
+	VMASKMOVPS (R11), Y12, Y0
+	VMOVUPS    (SP)(R12*1), Y1
+	VADDPS     Y10, Y1, Y2
+	VDIVPS     Y2, Y0, Y0
+	VMULPS     Y1, Y0, Y3
+	VANDPS     Y12, Y3, Y3
+	VADDPS     Y3, Y11, Y11
+	VXORPS     vsign<>(SB), Y0, Y0
+	VANDPS     Y12, Y0, Y0
+	VADDPS     Y0, Y15, Y15
+	VMASKMOVPS (BX), Y12, Y1
+	VADDPS     Y1, Y0, Y1
+	VMASKMOVPS Y1, Y12, (BX)
+	VMULPS     Y7, Y0, Y0
 mctaadd:
 	VMASKMOVPS (DI), Y12, Y1
 	VADDPS     Y1, Y0, Y0
 	VMASKMOVPS Y0, Y12, (DI)
 mcdone:
 	LANES8
-	VMOVSS  X6, gxb+80(FP)
+	VMOVSS  X6, gxb+88(FP)
 	VMOVAPS Y9, Y6
 	LANES8
-	VMOVSS  X6, sdb+84(FP)
+	VMOVSS  X6, sdb+92(FP)
 	VMOVAPS Y11, Y6
 	LANES8
-	VMOVSS  X6, gxa+88(FP)
+	VMOVSS  X6, gxa+96(FP)
 	VMOVAPS Y15, Y6
 	LANES8
-	VMOVSS  X6, sda+92(FP)
+	VMOVSS  X6, sda+100(FP)
 	VZEROUPPER
 	RET
 
