@@ -109,7 +109,9 @@ func TestFusedMatchesGeneral(t *testing.T) {
 	x := randDense(rng, 1, 2, T, 8)
 	mem := randDense(rng, 1, 2, T-5, 8)
 	kernels := append(tiledKernelCases(), Tricube{}, MustParseKernelSpec("epanechnikov * causal * relbias(3)").Kernel,
-		// two components on the fused mixture loops: a rational one second, then first
+		// two components on the fused mixture loops: both linear (a dot product and a
+		// distance, a squared distance and a dot product), a rational one second, then first
+		MustParseKernelSpec("mixture(exponential, laplacian)").Kernel, MustParseKernelSpec("mixture(gaussian, exponential)").Kernel,
 		MustParseKernelSpec("mixture(gaussian, cauchy)").Kernel, MustParseKernelSpec("mixture(cauchy, laplacian)").Kernel)
 	worst := map[autodiff.Dtype][3]float64{}
 	i := 0

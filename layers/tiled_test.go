@@ -115,7 +115,11 @@ func TestTiledMatchesStored(t *testing.T) {
 	x32 := tensor.New(tensor.WithShape(2, T, 8), tensor.WithBacking(toFloat32(x.Float64s())))
 	var worstOut, worstGrad float64
 	i := 0
-	for _, kern := range tiledKernelCases() {
+	// Mixtures of two components take the fused mixture loops in the tiles too: two
+	// linear ones, a linear and a rational one.
+	kernels := append(tiledKernelCases(), MustParseKernelSpec("mixture(exponential, laplacian)").Kernel,
+		MustParseKernelSpec("mixture(gaussian, cauchy)").Kernel)
+	for _, kern := range kernels {
 		for _, mode := range bandwidthModes {
 			if _, uniform := contentOf(kern).(Uniform); uniform && learnsBandwidth(mode) {
 				continue
