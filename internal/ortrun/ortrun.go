@@ -185,7 +185,9 @@ var ErrNoChecker = errors.New("the ONNX checker is not installed (apt-get instal
 // process.
 func Check(models ...string) error {
 	for _, py := range []string{"python3", "/usr/bin/python3"} {
-		if exec.Command(py, "-c", "import onnx").Run() != nil {
+		// onnx.checker, not onnx alone: a directory named onnx in the working directory
+		// (this repository's root has one) imports as an empty namespace package.
+		if exec.Command(py, "-c", "import onnx.checker").Run() != nil {
 			continue
 		}
 		out, err := exec.Command(py, append([]string{filepath.Join(dir(), "check.py")}, models...)...).CombinedOutput()
