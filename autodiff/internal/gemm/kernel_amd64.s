@@ -2,6 +2,16 @@
 
 #include "textflag.h"
 
+// PREFETCHC6 fetches the 6×16 tile of C at DX (row stride R8 bytes; the first and last
+// byte of every row) while the loop runs, as gen_avx512.go's kernels do. Clobbers AX.
+#define PREFETCHC6 \
+	MOVQ DX, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
+	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
+	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
+	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
+	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
+	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX)
+
 // func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
 // c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·ldb+j] (= if set).
 TEXT ·kernel6x16(SB), NOSPLIT, $0-49
@@ -13,6 +23,7 @@ TEXT ·kernel6x16(SB), NOSPLIT, $0-49
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
+	PREFETCHC6
 
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
@@ -175,6 +186,7 @@ TEXT ·kernel6x16u(SB), NOSPLIT, $0-57
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	PREFETCHC6
 
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
@@ -336,6 +348,7 @@ TEXT ·kernel6x16t(SB), NOSPLIT, $0-57
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	PREFETCHC6
 
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
