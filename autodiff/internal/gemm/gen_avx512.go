@@ -149,8 +149,8 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 	// Fetch the tile of C (the first and last byte of every row) while the loop runs: in
 	// a training step a product's C is often out of L1 and L2 (a weight gradient last
 	// written a step before, an output a whole forward pass before), and the tile's
-	// loads or stores at the end would wait for it. With it, the dae step's CPU time fell
-	// 3.5-4% (bench/PROFILE.md, round eight).
+	// loads or stores at the end would wait for it. With it, the dae step took about 4% less
+	// CPU (0.957-0.967 of it on one thread; bench/PROFILE.md, round eight).
 	p("MOVQ DX, AX")
 	for i := range mr {
 		if i > 0 {
