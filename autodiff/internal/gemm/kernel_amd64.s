@@ -1,16 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
-
-// PREFETCHC6 fetches the 6×16 tile of C at DX (row stride R8 bytes; the first and last
-// byte of every row) while the loop runs, as gen_avx512.go's kernels do. Clobbers AX.
-#define PREFETCHC6 \
-	MOVQ DX, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
-	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
-	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
-	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
-	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX); \
-	ADDQ R8, AX; PREFETCHT0 (AX); PREFETCHT0 63(AX)
+#include "prefetch_amd64.h"
 
 // func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
 // c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·ldb+j] (= if set).
@@ -23,7 +14,7 @@ TEXT ·kernel6x16(SB), NOSPLIT, $0-49
 	MOVQ c+32(FP), DX
 	MOVQ ldc+40(FP), R8
 	SHLQ $2, R8
-	PREFETCHC6
+	PREFETCHC6x64
 
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
@@ -186,7 +177,7 @@ TEXT ·kernel6x16u(SB), NOSPLIT, $0-57
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
-	PREFETCHC6
+	PREFETCHC6x64
 
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
@@ -348,7 +339,7 @@ TEXT ·kernel6x16t(SB), NOSPLIT, $0-57
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
-	PREFETCHC6
+	PREFETCHC6x64
 
 	VXORPS Y4, Y4, Y4
 	VXORPS Y5, Y5, Y5
