@@ -55,8 +55,8 @@ func New(name string, seed uint64, n int) (*Workload, error) {
 	return NewShaped(name, seed, n, Shape{})
 }
 
-// Shape overrides sizes of the charlm and attn workloads (zero fields keep the
-// reference's) and, for charlm, the attention kernel and its tiling: the long-sequence
+// Shape overrides sizes of the workloads (zero fields keep the reference's; dae takes a
+// batch, not a sequence length) and, for charlm, the attention kernel and its tiling: the long-sequence
 // sweeps.
 type Shape struct {
 	SeqLen, Batch int
@@ -79,8 +79,8 @@ func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	if s.Shards < 0 {
 		return nil, fmt.Errorf("shards = %d, want >= 0 (0: one per GOMAXPROCS)", s.Shards)
 	}
-	if name == "dae" && (s.SeqLen > 0 || s.Batch > 0) {
-		return nil, fmt.Errorf("workload dae takes no sequence length or batch")
+	if name == "dae" && s.SeqLen > 0 {
+		return nil, fmt.Errorf("workload dae takes no sequence length")
 	}
 	if name != "charlm" && (s.Kernel != "" || s.Tiling != layers.TilingAuto || s.RandomFeatures != 0 || s.Bandwidth != layers.BandwidthFixed) {
 		return nil, fmt.Errorf("workload %s takes no kernel, tiling, random features or bandwidth mode (charlm does)", name)
@@ -239,7 +239,7 @@ func newAttn(seed uint64, n int, shape Shape) (*Workload, error) {
 // train.Data the DAE trains on. The images are the first batches of the shuffled MNIST
 // training set when the GoMNIST module is cached, else U[0,1) images, as the peer script.
 func newDAE(seed uint64, n int, shape Shape) (*Workload, error) {
-	const B = 128
+	B := or(shape.Batch, 128)
 	ps, err := autodiff.NewParams(autodiff.Float32, seed)
 	if err != nil {
 		return nil, err

@@ -74,7 +74,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	python := fs.String("python", "/usr/bin/python3", "-compare: the Python interpreter with torch")
 	var shape bench.Shape
 	fs.IntVar(&shape.SeqLen, "seqlen", 0, "charlm, attn: sequence length (0: the workload's)")
-	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn: batch size (0: the workload's)")
+	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn, dae: batch size (0: the workload's)")
 	fs.StringVar(&shape.Kernel, "kernel", "", "charlm: attention kernel spec (default exponential)")
 	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
 	fs.IntVar(&shape.RandomFeatures, "random-features", 0, "charlm: random-feature attention with M features (0: exact)")
