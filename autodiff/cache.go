@@ -75,11 +75,16 @@ func graphBytes(g *Graph) int64 {
 	if g.dtype == Float64 {
 		size = 8
 	}
+	return graphValues(g) * size
+}
+
+// graphValues returns the number of values of g's nodes.
+func graphValues(g *Graph) int64 {
 	var n int64
 	for _, node := range g.eg.AllNodes() {
 		if s := node.Shape(); s != nil {
 			n += int64(s.TotalSize())
 		}
 	}
-	return n * size
+	return n
 }

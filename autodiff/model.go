@@ -197,7 +197,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 	m.key, m.names = signature(m.key, m.names, inputs, mode)
 	if parts, examples := m.partsFor(inputs, mode); parts > 1 && !m.undeclared {
 		p, ok := m.plans.get(m.key)
-		if !ok || (!p.whole && len(p.graphs) != parts) {
+		if !ok || p.auto != (m.shards == 0) || (!p.whole && len(p.graphs) != parts) {
 			var err error
 			if p, err = m.plan(inputs, mode, parts, examples); err != nil {
 				return nil, err

@@ -82,7 +82,9 @@ func CountNotEqual(name string, v int) func(map[string]*tensor.Dense) float64 {
 // parts of ⌊B/parts⌋ or ⌈B/parts⌉ examples; 1 runs every batch whole. 0 (the default)
 // runs P = GOMAXPROCS parts when every part then has work for its core and the parts are
 // even enough: B ≥ P and the largest part at most 5/4 of B/P (B = 3 on 2 cores runs
-// whole: a part of 2 examples would leave the other core idle a third of the step);
+// whole: a part of 2 examples would leave the other core idle a third of the step), and
+// when a part's own values (activations and their gradients) are at least twice the
+// parameters, which every part reads and whose gradients it writes whole (partsMin);
 // else whole, every operation split across the cores. Runs with RunMode.Taps always run
 // whole.
 //
@@ -103,7 +105,8 @@ func (m *Model) Shards() int { return m.shards }
 
 // shardPlan is how one input signature runs as parts.
 type shardPlan struct {
-	whole    bool // the builder declared no Batch: run whole
+	whole    bool // run whole: the builder declared no Batch, or the parts would not pay
+	auto     bool // planned for SetShards(0), which weighs whether parts pay
 	examples int
 	rows     map[string]int // rows per example of each input
 	lo, hi   []int          // the examples of each part
@@ -179,13 +182,13 @@ func (m *Model) plan(inputs map[string]*tensor.Dense, mode RunMode, parts, examp
 			if i == 0 {
 				// A builder that cannot build a part (inputs that are not batch-major)
 				// runs whole, where its errors are its own.
-				return &shardPlan{whole: true}, nil
+				return &shardPlan{whole: true, auto: m.shards == 0}, nil
 			}
 			return nil, fmt.Errorf("part %d of %d (examples %d to %d): %w", i+1, parts, p.lo[i], p.hi[i], err)
 		}
 		if c.batch == nil {
 			m.undeclared = true
-			return &shardPlan{whole: true}, nil
+			return &shardPlan{whole: true, auto: m.shards == 0}, nil
 		}
 		if err := c.batch.check(c.loss != nil, p.hi[i]-p.lo[i]); err != nil {
 			if i == 0 {
@@ -200,9 +203,44 @@ func (m *Model) plan(inputs map[string]*tensor.Dense, mode RunMode, parts, examp
 		p.pcgs = append(p.pcgs, pcg)
 		p.usesRNG = p.usesRNG || c.g.usesRNG
 	}
+	p.auto = m.shards == 0
+	if p.auto && !p.pays(mode) {
+		return &shardPlan{whole: true, auto: true}, nil
+	}
 	p.errs = make([]error, parts)
 	p.coef = make([]float64, parts)
 	return p, nil
+}
+
+// partsMin is how many values of its own (activations, and in training their
+// gradients) a part must hold per parameter value for a default run (SetShards(0)) to
+// run as parts. Each part reads every parameter and, in training, writes a whole
+// gradient of every parameter, which the combination then adds; a whole run reads and
+// writes them once and splits each operation across the cores instead. Where the
+// parameters outweigh a part's own work, the whole run is faster. On the 2-core Zen 4
+// of bench/PROFILE.md's round nine (bench's BenchmarkShardsAlternating, whole/parts
+// step time): the dae workload (784-256-64-256-784, two parts of 64 images) holds 1.26
+// values of its own per parameter value and ran 0.95–0.99; at batch 256 (2.5) the two
+// were even (0.97–1.00), at 512 (5) parts were faster (1.03); the char-LM workload (56)
+// 1.13.
+const partsMin = 2
+
+// pays reports whether a part holds at least partsMin values of its own per parameter
+// value (see partsMin); a graph without parameters always does.
+func (p *shardPlan) pays(mode RunMode) bool {
+	c := p.graphs[0]
+	var params int64
+	for _, q := range c.g.order {
+		params += int64(q.Size())
+	}
+	if params == 0 {
+		return true
+	}
+	own := graphValues(c.g) - params // the parameters' nodes
+	if mode.Backward {
+		own -= params // their gradients
+	}
+	return own >= partsMin*params
 }
 
 // bytes returns the bytes of the values of the parts' graphs (0 for a whole plan).

@@ -338,3 +338,52 @@ func TestShardsAuto(t *testing.T) {
 		}
 	}
 }
+
+// TestShardsAutoWeighsParameters: by default a batch whose parts would hold fewer
+// values of their own than twice the parameters (partsMin) runs whole, however many
+// examples it has; a larger batch of the same model, or SetShards(2), runs as parts.
+// The model is x[B, 32]·W[32, 32], summed squares: each part's own values are its rows
+// of x, of the product and of their gradients (about 5·32 per example, 1024 parameter
+// values, whose gradient is another 1024).
+func TestShardsAutoWeighsParameters(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(2)
+	const d = 32
+	ps, err := NewParams(Float64, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := ps.Root().New("w", []int{d, d}, Normal(0, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := NewModel(ps, func(g *Graph) (Outputs, error) {
+		x := g.Input("x")
+		if g.Err() != nil {
+			return Outputs{}, g.Err()
+		}
+		y := g.MatMul(x, g.Param(w))
+		return Outputs{Loss: g.Sum(g.Square(y)), Batch: &Batch{Examples: x.Shape()[0], LossSum: true}}, g.Err()
+	}, 1)
+	rng := rand.New(rand.NewPCG(4, 5))
+	for _, c := range []struct {
+		b, shards, parts int
+		mode             RunMode
+	}{
+		{4, 0, 1, RunMode{Backward: true}},  // 2 examples a part: ~320 own values
+		{16, 0, 1, RunMode{Backward: true}}, // ~1300
+		{64, 0, 2, RunMode{Backward: true}}, // ~5100 ≥ 2·1024
+		{16, 2, 2, RunMode{Backward: true}}, // asked for
+		{16, 0, 1, RunMode{}},               // forward only: ~1000 own values
+		{256, 0, 2, RunMode{}},              // ~8200
+		{16, 0, 1, RunMode{Backward: true}}, // SetShards(0) again: whole again
+	} {
+		if err := mod.SetShards(c.shards); err != nil {
+			t.Fatal(err)
+		}
+		whole := runSeq(t, mod, map[string]*tensor.Dense{"x": randTensor(rng, 1, c.b, d)}, c.mode)
+		if whole.parts != c.parts {
+			t.Errorf("B = %d, SetShards(%d), backward %v: %d parts, want %d", c.b, c.shards, c.mode.Backward, whole.parts, c.parts)
+		}
+	}
+}
