@@ -66,7 +66,7 @@ func CheckGradients(m *Model, inputs map[string]*tensor.Dense, opt GradCheck) (G
 	}
 	defer func() {
 		for i, p := range m.params.list {
-			d := p.grad.Data()
+			d := p.gradTensor().Data()
 			for j, v := range saved[i] {
 				switch d := d.(type) {
 				case []float64:

@@ -362,7 +362,7 @@ func (c *compiled) addGrads() error {
 	}
 	par.For(len(order), 1, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
-			addGrad(order[j].grad, c.paramGrads[j].Value())
+			addGrad(order[j], c.paramGrads[j].Value())
 		}
 	})
 	return nil
@@ -446,14 +446,24 @@ func asDense(v G.Value) *tensor.Dense {
 
 // addGrad adds the gradient value v into dst; checkGrad has vouched for its type and
 // size.
-func addGrad(dst *tensor.Dense, v G.Value) {
+func addGrad(p *Param, v G.Value) {
+	dst, zero := p.grad, p.gradZero
+	p.gradZero = false
 	if dst.Dtype() == Float32 {
 		src, _ := floatData[float32](v, dst.Len())
-		vmath.Add(dst.Float32s(), src)
+		if zero {
+			copy(dst.Float32s(), src)
+		} else {
+			vmath.Add(dst.Float32s(), src)
+		}
 		return
 	}
 	d := dst.Float64s()
 	src, _ := floatData[float64](v, len(d))
+	if zero {
+		copy(d, src)
+		return
+	}
 	for i, x := range src {
 		d[i] += x
 	}

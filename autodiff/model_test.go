@@ -339,3 +339,73 @@ func TestModelGradientsReadInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroGradThenBackward: ZeroGrad leaves the memory to the next backward pass, which
+// writes the gradient instead of adding to what the memory held (a whole run copies, a
+// run in parts clears first), and a parameter the graph does not read reads zero; a
+// second pass without ZeroGrad still adds. Whole and in 2 parts, float32 and float64.
+func TestZeroGradThenBackward(t *testing.T) {
+	for _, dt := range []Dtype{Float32, Float64} {
+		for _, shards := range []int{1, 2} {
+			m := newSeqModel(t, dt)
+			unused, err := m.ps.Root().New("unused", []int{3}, Normal(0, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod := m.model(1)
+			if err := mod.SetShards(shards); err != nil {
+				t.Fatal(err)
+			}
+			in := seqInputs(dt, 4, 1)
+			grads := func() map[string][]float64 {
+				g := map[string][]float64{}
+				for _, p := range m.ps.List() {
+					g[p.Name()] = floats(p.Grad())
+				}
+				return g
+			}
+			backward := func() {
+				t.Helper()
+				res, err := mod.ForwardBackward(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Parts != shards {
+					t.Fatalf("ran as %d parts, want %d", res.Parts, shards)
+				}
+			}
+			m.ps.ZeroGrad()
+			backward()
+			want := grads()
+			// Stale memory: the first pass's gradients, doubled by a second pass, and
+			// something in the parameter no graph reads.
+			backward()
+			for i := range unused.Size() {
+				if dt == Float32 {
+					unused.GradFloat32s()[i] = 7
+				} else {
+					unused.GradFloat64s()[i] = 7
+				}
+			}
+			m.ps.ZeroGrad()
+			backward()
+			got := grads()
+			for name, w := range want {
+				for i := range w {
+					if got[name][i] != w[i] {
+						t.Fatalf("%v, %d parts: %s grad[%d] = %g after ZeroGrad and one pass, want %g", dt, shards, name, i, got[name][i], w[i])
+					}
+				}
+			}
+			if g := unused.GradAt(1); g != 0 {
+				t.Errorf("%v, %d parts: unread parameter's grad[1] = %g after ZeroGrad, want 0", dt, shards, g)
+			}
+			backward() // without ZeroGrad: adds
+			for i, w := range want["w1"] {
+				if g := m.w1.GradAt(i); math.Abs(g-2*w) > 1e-6*math.Abs(w) {
+					t.Fatalf("%v, %d parts: w1 grad[%d] = %g after a second pass, want 2×%g", dt, shards, i, g, w)
+				}
+			}
+		}
+	}
+}

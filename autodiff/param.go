@@ -30,6 +30,11 @@ type Param struct {
 	name  string
 	value *tensor.Dense
 	grad  *tensor.Dense
+	// gradZero says that the gradient is zero whatever its memory holds: ZeroGrad sets it
+	// instead of clearing the memory, a Model's first gradient of the parameter is then
+	// written instead of added, and every accessor of the gradient clears the memory
+	// first (gradTensor). It saves a pass over every gradient per step.
+	gradZero bool
 }
 
 // Name returns the parameter's hierarchical name, e.g. "blocks.0.attn.q.weight".
@@ -48,7 +53,17 @@ func (p *Param) Size() int { return p.value.Shape().TotalSize() }
 func (p *Param) Value() *tensor.Dense { return p.value }
 
 // Grad returns the tensor holding the accumulated gradient.
-func (p *Param) Grad() *tensor.Dense { return p.grad }
+func (p *Param) Grad() *tensor.Dense { return p.gradTensor() }
+
+// gradTensor returns the gradient with its memory holding its value: cleared if
+// ZeroGrad left it to be.
+func (p *Param) gradTensor() *tensor.Dense {
+	if p.gradZero {
+		p.grad.Zero()
+		p.gradZero = false
+	}
+	return p.grad
+}
 
 // Float32s returns the value's backing slice; it panics if the dtype is not Float32.
 func (p *Param) Float32s() []float32 { return float32s(p.value) }
@@ -57,10 +72,10 @@ func (p *Param) Float32s() []float32 { return float32s(p.value) }
 func (p *Param) Float64s() []float64 { return float64s(p.value) }
 
 // GradFloat32s returns the gradient's backing slice (Float32 params).
-func (p *Param) GradFloat32s() []float32 { return float32s(p.grad) }
+func (p *Param) GradFloat32s() []float32 { return float32s(p.gradTensor()) }
 
 // GradFloat64s returns the gradient's backing slice (Float64 params).
-func (p *Param) GradFloat64s() []float64 { return float64s(p.grad) }
+func (p *Param) GradFloat64s() []float64 { return float64s(p.gradTensor()) }
 
 // float32s and float64s return a tensor's backing slice without the allocations of
 // Dense.Data; they panic on another dtype, as Data's type assertion did.
@@ -105,19 +120,20 @@ func (p *Param) SetAt(i int, v float64) {
 
 // GradAt returns element i of the flattened gradient as float64.
 func (p *Param) GradAt(i int) float64 {
-	switch p.grad.Dtype() {
+	switch g := p.gradTensor(); g.Dtype() {
 	case Float32:
-		d := p.grad.Float32s()
+		d := g.Float32s()
 		return float64(d[i])
 	case Float64:
-		d := p.grad.Float64s()
+		d := g.Float64s()
 		return d[i]
 	}
 	panic("autodiff: unsupported dtype")
 }
 
-// ZeroGrad sets the gradient to zero.
-func (p *Param) ZeroGrad() { p.grad.Zero() }
+// ZeroGrad sets the gradient to zero. The memory is cleared when the gradient is next
+// read, or overwritten by the next backward pass.
+func (p *Param) ZeroGrad() { p.gradZero = true }
 
 // SetFloat64s copies values (row-major, converted to the parameter's dtype) into the
 // parameter. It returns an error if the number of values does not match.

@@ -458,10 +458,10 @@ func (p *shardPlan) addGrads() error {
 }
 
 func (p *shardPlan) addGrad(param *Param, j int) {
-	if param.grad.Dtype() == Float32 {
-		addScaled(param.grad.Float32s(), p, j)
+	if g := param.gradTensor(); g.Dtype() == Float32 {
+		addScaled(g.Float32s(), p, j)
 	} else {
-		addScaled(param.grad.Float64s(), p, j)
+		addScaled(g.Float64s(), p, j)
 	}
 }
 

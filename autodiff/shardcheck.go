@@ -89,7 +89,7 @@ func snapshotRun(m *Model, inputs map[string]*tensor.Dense, mode RunMode) (runSn
 		grads: map[string][]float64{}, values: map[string][]float64{}, inGrads: map[string][]float64{}}
 	if mode.Backward {
 		for _, p := range m.params.list {
-			s.grads[p.name] = asFloat64s(p.grad)
+			s.grads[p.name] = asFloat64s(p.gradTensor())
 		}
 	}
 	for name, v := range res.Values {
