@@ -93,9 +93,14 @@ type fwdOp struct {
 	name     string
 	floatIn  int   // index of the first float input, which gives the output dtype
 	id       int64 // unique within its graph; used only by kernels that are not pure
-	out      *tensor.Dense
-	ins      denseArgs
-	scalar   scalarOut
+	// noGrad marks the inputs whose gradient no requested gradient needs (set by
+	// markNoGrad before the graph is differentiated): DiffWRT calls them not
+	// differentiable and SymDiff adds no backward op for them, so that, say, the first
+	// Linear layer of a model does not compute the gradient of its input.
+	noGrad []bool
+	out    *tensor.Dense
+	ins    denseArgs
+	scalar scalarOut
 }
 
 func newFwdOp(k fusedKernel, inShapes []tensor.Shape, outShape tensor.Shape) *fwdOp {
@@ -204,10 +209,20 @@ func (op *fwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 	return op.out, nil
 }
 
-func (op *fwdOp) DiffWRT(int) []bool { return op.k.diffWRT() }
+func (op *fwdOp) DiffWRT(int) []bool {
+	diff := op.k.diffWRT()
+	if op.noGrad == nil {
+		return diff
+	}
+	d := make([]bool, len(diff))
+	for i := range d {
+		d[i] = diff[i] && !op.noGrad[i]
+	}
+	return d
+}
 
 func (op *fwdOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	diff := op.k.diffWRT()
+	diff := op.DiffWRT(len(inputs))
 	ret := make(G.Nodes, len(inputs))
 	id, _ := op.k.(identityGradKernel)
 	for i := range inputs {
@@ -379,4 +394,58 @@ func recoverOp(name string, err *error) {
 	if r := recover(); r != nil {
 		*err = fmt.Errorf("%s: internal error: %v", name, r)
 	}
+}
+
+// markNoGrad sets, on every fused op of eg, which inputs depend on none of wrt (through
+// any path), so that differentiating with respect to wrt builds no backward op for them.
+// The dependence is taken over every input of every op, differentiable or not: a
+// superset, so no needed gradient is ever left out.
+func markNoGrad(eg *G.ExprGraph, wrt G.Nodes) {
+	needs := make(map[*G.Node]bool, len(wrt))
+	for _, n := range wrt {
+		needs[n] = true
+	}
+	var visit func(n *G.Node) bool
+	visit = func(n *G.Node) bool {
+		if v, ok := needs[n]; ok {
+			return v
+		}
+		needs[n] = false // no cycles in a graph; set before the children for safety
+		v := false
+		for _, c := range children(eg, n) {
+			if visit(c) {
+				v = true
+			}
+		}
+		needs[n] = v
+		return v
+	}
+	for _, n := range eg.AllNodes() {
+		op, ok := n.Op().(*fwdOp)
+		if !ok {
+			continue
+		}
+		cs := children(eg, n)
+		var mask []bool
+		for i, c := range cs {
+			if !visit(c) {
+				if mask == nil {
+					mask = make([]bool, len(cs))
+				}
+				mask[i] = true
+			}
+		}
+		op.noGrad = mask
+	}
+}
+
+// children returns n's inputs in order (gorgonia exports them only as the graph's
+// edges).
+func children(eg *G.ExprGraph, n *G.Node) []*G.Node {
+	it := eg.From(n.ID())
+	var cs []*G.Node
+	for it.Next() {
+		cs = append(cs, it.Node().(*G.Node))
+	}
+	return cs
 }

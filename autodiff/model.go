@@ -293,6 +293,7 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode, rng *rand
 			}
 		}
 		if len(wrt) > 0 {
+			markNoGrad(g.eg, wrt)
 			grads, err := G.Grad(out.Loss.n, wrt...)
 			if err != nil {
 				return nil, fmt.Errorf("build model: gradient: %w", err)

@@ -409,3 +409,70 @@ func TestZeroGradThenBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestNoBackwardOpForUnneededGradients: a graph differentiated for its parameters only
+// builds no backward op for an input's gradient (the first Linear layer's ∂L/∂x, a
+// MSE's target) and gets the same parameter gradients, bit for bit, as one
+// that also asks for the input gradients; that one still builds and returns them.
+func TestNoBackwardOpForUnneededGradients(t *testing.T) {
+	for _, dt := range []Dtype{Float32, Float64} {
+		ps, err := NewParams(dt, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w1, _ := ps.Root().New("w1", []int{5, 4}, Normal(0, 1))
+		b1, _ := ps.Root().New("b1", []int{5}, Normal(0, 1))
+		w2, _ := ps.Root().New("w2", []int{5, 3}, Normal(0, 1))
+		mod := NewModel(ps, func(g *Graph) (Outputs, error) {
+			h := g.Tanh(g.Linear(g.Input("x"), g.Param(w1), g.Param(b1)))
+			y := g.MatMul(h, g.Param(w2))
+			return Outputs{Loss: g.MSE(y, g.Input("y"))}, g.Err()
+		}, 1)
+		if err := mod.SetShards(1); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(1, 2))
+		in := map[string]*tensor.Dense{"x": castTo(randTensor(rng, 1, 6, 4), dt), "y": castTo(randTensor(rng, 1, 6, 3), dt)}
+		grads := func(mode RunMode) (map[string][]float64, *Result, int) {
+			t.Helper()
+			ps.ZeroGrad()
+			res, err := mod.Run(in, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, ok := mod.cache.get(mod.key)
+			if !ok {
+				t.Fatal("no compiled graph for the run's signature")
+			}
+			inputGradOps := 0
+			for _, n := range c.g.eg.AllNodes() {
+				if b, ok := n.Op().(*bwdOp); ok {
+					// its children: the forward op's inputs, output and upstream gradient
+					if ch := children(c.g.eg, n)[b.wrt]; ch == c.g.inputs["x"].n || ch == c.g.inputs["y"].n {
+						inputGradOps++
+					}
+				}
+			}
+			g := map[string][]float64{}
+			for _, p := range ps.List() {
+				g[p.Name()] = floats(p.Grad())
+			}
+			return g, res, inputGradOps
+		}
+		params, _, n := grads(RunMode{Backward: true})
+		if n != 0 {
+			t.Errorf("%v: %d backward ops of an input's gradient built for the parameters' gradients, want 0", dt, n)
+		}
+		both, res, n := grads(RunMode{Backward: true, InputGrads: true})
+		if n != 2 || res.InputGrads["x"] == nil || res.InputGrads["y"] == nil { // Linear's ∂/∂x, MSE's ∂/∂y
+			t.Fatalf("%v: InputGrads built %d input-gradient ops (want 2) and returned %v", dt, n, res.InputGrads)
+		}
+		for name, want := range both {
+			for i, w := range want {
+				if params[name][i] != w {
+					t.Fatalf("%v: %s grad[%d] = %g without the input gradients, %g with", dt, name, i, params[name][i], w)
+				}
+			}
+		}
+	}
+}
