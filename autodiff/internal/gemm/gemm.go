@@ -640,7 +640,11 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 			sgemm(kr, transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc)
 		})
 	} else {
-		chunk := (n/workers + nr - 1) / nr * nr
+		// Whole tiles, rounded down: the columns left over (784 = 2·384 + 16) are one
+		// more chunk, which the first part to finish takes (a 16-column panel is the
+		// narrow kernel's, half a tile), where rounding up would give one part a whole
+		// tile more (416 + 368: 13 tiles against 11.5).
+		chunk := n / workers / nr * nr
 		if chunk == 0 {
 			chunk = nr
 		}
