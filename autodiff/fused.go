@@ -244,6 +244,13 @@ func (op *fwdOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 	return ret, nil
 }
 
+// gradIntoKernel is implemented by kernels whose backward pass can also add the
+// gradient into dst instead of overwriting it, so that the gradient of a parameter that
+// only this op reads can be written straight into the parameter's gradient (bwdOp.into).
+type gradIntoKernel interface {
+	backwardInto(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense, accumulate bool) error
+}
+
 // impureKernel marks kernels (dropout) whose nodes must never be merged by hash-consing.
 type impureKernel interface{ impure() }
 
@@ -257,6 +264,10 @@ type bwdOp struct {
 	dst    *tensor.Dense
 	ins    denseArgs
 	scalar scalarOut
+	// into, if set, is the parameter whose whole gradient this op computes (in a graph
+	// that runs whole): Do writes it into the parameter's gradient, or adds it there
+	// when the gradient is not zero, and returns that tensor (intoParams).
+	into *Param
 }
 
 func newBwdOp(fwd *fwdOp, wrt int) *bwdOp {
@@ -306,6 +317,13 @@ func (op *bwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 		return nil, err
 	}
 	in, out, gout := all[:n], all[n], all[n+1]
+	if p := op.into; p != nil && p.grad.Dtype() == in[op.wrt].Dtype() {
+		if err := op.fwd.k.(gradIntoKernel).backwardInto(op.wrt, in, out, gout, p.grad, !p.gradZero); err != nil {
+			return nil, fmt.Errorf("%s: %w", op.name, err)
+		}
+		p.gradZero = false
+		return p.grad, nil
+	}
 	if op.dst == nil || op.dst.Dtype() != in[op.wrt].Dtype() {
 		op.dst = newDense(in[op.wrt].Dtype(), op.fwd.inShapes[op.wrt])
 	}

@@ -88,31 +88,41 @@ func fillRows[T float](y, b []T) {
 	}
 }
 
-func (k *linearKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+func (k *linearKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
+	return k.backwardInto(wrt, in, out, gout, dst, false)
+}
+
+// backwardInto is backward that, with accumulate, adds the gradient into dst (the
+// products with beta 1).
+func (k *linearKernel) backwardInto(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense, accumulate bool) error {
 	nOut, nIn := in[1].Shape()[0], in[1].Shape()[1]
 	rows := in[0].Shape().TotalSize() / nIn
+	beta := 0.0
+	if accumulate {
+		beta = 1
+	}
 	switch gout.Dtype() {
 	case Float32:
 		gy := gout.Float32s()
 		x, w, d := in[0].Float32s(), in[1].Float32s(), dst.Float32s()
 		switch wrt {
 		case 0: // dx = g·W
-			gemm.Parallel(false, false, rows, nIn, nOut, 1, gy, nOut, w, nIn, 0, d, nIn)
+			gemm.Parallel(false, false, rows, nIn, nOut, 1, gy, nOut, w, nIn, float32(beta), d, nIn)
 		case 1: // dW = gᵀ·x
-			gemm.Parallel(true, false, nOut, nIn, rows, 1, gy, nOut, x, nIn, 0, d, nIn)
+			gemm.Parallel(true, false, nOut, nIn, rows, 1, gy, nOut, x, nIn, float32(beta), d, nIn)
 		case 2:
-			sumRows(gy, d)
+			sumRows(gy, d, accumulate)
 		}
 	case Float64:
 		gy := gout.Float64s()
 		x, w, d := in[0].Float64s(), in[1].Float64s(), dst.Float64s()
 		switch wrt {
 		case 0:
-			gemm.Dgemm(false, false, rows, nIn, nOut, 1, gy, nOut, w, nIn, 0, d, nIn)
+			gemm.Dgemm(false, false, rows, nIn, nOut, 1, gy, nOut, w, nIn, beta, d, nIn)
 		case 1:
-			gemm.Dgemm(true, false, nOut, nIn, rows, 1, gy, nOut, x, nIn, 0, d, nIn)
+			gemm.Dgemm(true, false, nOut, nIn, rows, 1, gy, nOut, x, nIn, beta, d, nIn)
 		case 2:
-			sumRows(gy, d)
+			sumRows(gy, d, accumulate)
 		}
 	}
 	return nil

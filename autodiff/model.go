@@ -114,6 +114,9 @@ type compiled struct {
 	// node) live to the end of the program, so no later instruction writes into it, and
 	// the value stays the op's own buffer until the next run.
 	paramGrads []*G.Node
+	// inPlace marks the parameters whose gradient op writes into the parameter's
+	// gradient itself (intoParams): nothing is added after the run.
+	inPlace    []bool
 	inputGrads map[string]*G.Node
 	taps       map[string]*G.Value
 	batch      *Batch // Outputs.Batch
@@ -214,6 +217,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 		if c, err = m.compile(inputs, mode, m.rng); err != nil {
 			return nil, err
 		}
+		c.intoParams()
 		m.cache.put(m.key, c, graphBytes(c.g))
 	}
 	return m.exec(c, inputs, mode)
@@ -363,10 +367,39 @@ func (c *compiled) addGrads() error {
 	}
 	par.For(len(order), 1, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
-			addGrad(order[j], c.paramGrads[j].Value())
+			if c.inPlace == nil || !c.inPlace[j] {
+				addGrad(order[j], c.paramGrads[j].Value())
+			}
 		}
 	})
 	return nil
+}
+
+// intoParams has the op that computes a parameter's whole gradient write it straight
+// into the parameter's gradient (bwdOp.into), where the op's kernel can add into its
+// destination and no other node reads the gradient node (a parameter read by two ops
+// has the sum of their gradients as its gradient node). It saves a pass over those
+// gradients per run. Only for a graph that runs whole: the parts of a batch combine
+// their own gradients.
+func (c *compiled) intoParams() {
+	uses := map[*G.Node]int{}
+	for _, n := range c.paramGrads {
+		uses[n]++
+	}
+	for j, n := range c.paramGrads {
+		b, ok := n.Op().(*bwdOp)
+		if !ok || uses[n] > 1 || c.g.eg.To(n.ID()).Len() > 0 || b.fwd.inShapes[b.wrt].IsScalar() {
+			continue
+		}
+		if _, ok := b.fwd.k.(gradIntoKernel); !ok {
+			continue
+		}
+		if c.inPlace == nil {
+			c.inPlace = make([]bool, len(c.paramGrads))
+		}
+		b.into = c.g.order[j]
+		c.inPlace[j] = true
+	}
 }
 
 // runGraph binds the parameters and inputs to c's graph and runs its machine, which

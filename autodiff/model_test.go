@@ -3,6 +3,8 @@ package autodiff
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
+	"sort"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -475,4 +477,94 @@ func TestNoBackwardOpForUnneededGradients(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestParamGradsInPlace: in a graph that runs whole, a Linear layer writes the gradient
+// of a weight and bias that only it reads straight into the parameters' gradients, and
+// adds into them when they are not zero; a weight that two layers read gets the sum of
+// both as before. The gradients after one pass, and after a second pass without
+// ZeroGrad, match the same model run as two parts (which adds every part's gradient
+// after the run), to float round-off.
+func TestParamGradsInPlace(t *testing.T) {
+	for _, dt := range []Dtype{Float32, Float64} {
+		ps, err := NewParams(dt, 11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w1, _ := ps.Root().New("w1", []int{5, 4}, Normal(0, 1))
+		b1, _ := ps.Root().New("b1", []int{5}, Normal(0, 1))
+		w2, _ := ps.Root().New("w2", []int{5, 5}, Normal(0, 1))
+		w3, _ := ps.Root().New("w3", []int{3, 5}, Normal(0, 1))
+		mod := NewModel(ps, func(g *Graph) (Outputs, error) {
+			x := g.Input("x")
+			h := g.Tanh(g.Linear(x, g.Param(w1), g.Param(b1)))
+			h = g.Tanh(g.Linear(g.Tanh(g.Linear(h, g.Param(w2), nil)), g.Param(w2), nil)) // w2 read twice
+			y := g.Linear(h, g.Param(w3), nil)
+			return Outputs{Loss: g.MSE(y, g.Input("y")), Batch: &Batch{Examples: x.Shape()[0], LossItems: func(in map[string]*tensor.Dense) float64 {
+				return float64(in["y"].Shape().TotalSize())
+			}}}, g.Err()
+		}, 1)
+		rng := rand.New(rand.NewPCG(3, 4))
+		in := map[string]*tensor.Dense{"x": castTo(randTensor(rng, 1, 6, 4), dt), "y": castTo(randTensor(rng, 1, 6, 3), dt)}
+		run := func(shards int) [2]map[string][]float64 {
+			t.Helper()
+			if err := mod.SetShards(shards); err != nil {
+				t.Fatal(err)
+			}
+			var out [2]map[string][]float64
+			ps.ZeroGrad()
+			for pass := range out {
+				res, err := mod.ForwardBackward(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Parts != shards {
+					t.Fatalf("ran as %d parts, want %d", res.Parts, shards)
+				}
+				out[pass] = map[string][]float64{}
+				for _, p := range ps.List() {
+					out[pass][p.Name()] = floats(p.Grad())
+				}
+			}
+			return out
+		}
+		parts, whole := run(2), run(1)  // parts first: the whole run starts on stale memory
+		c, ok := mod.cache.get(mod.key) // the whole run's graph
+		if !ok {
+			t.Fatal("no compiled graph for the whole run")
+		}
+		var inPlace []string
+		for j, p := range c.g.order {
+			if c.inPlace != nil && c.inPlace[j] {
+				inPlace = append(inPlace, p.Name())
+			}
+		}
+		if want := []string{"b1", "w1", "w3"}; !reflect.DeepEqual(sortedCopy(inPlace), want) {
+			t.Errorf("%v: gradients written in place: %v, want %v", dt, inPlace, want)
+		}
+		tol := 1e-12
+		if dt == Float32 {
+			tol = 2e-6
+		}
+		for pass := range whole {
+			for name, w := range parts[pass] {
+				for i, v := range w {
+					if d := math.Abs(whole[pass][name][i] - v); d > tol*math.Max(1, math.Abs(v)) {
+						t.Fatalf("%v, pass %d: %s grad[%d] = %g whole, %g in parts", dt, pass+1, name, i, whole[pass][name][i], v)
+					}
+				}
+			}
+		}
+		for i, v := range whole[0]["w1"] {
+			if d := math.Abs(whole[1]["w1"][i] - 2*v); d > tol*math.Max(1, math.Abs(v)) {
+				t.Fatalf("%v: w1 grad[%d] = %g after two passes, want 2×%g", dt, i, whole[1]["w1"][i], v)
+			}
+		}
+	}
+}
+
+func sortedCopy(s []string) []string {
+	s = append([]string(nil), s...)
+	sort.Strings(s)
+	return s
 }

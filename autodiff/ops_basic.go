@@ -121,17 +121,21 @@ func (biasKernel) backward(wrt int, _ []*tensor.Dense, _, gout, dst *tensor.Dens
 	switch dst.Dtype() {
 	case Float32:
 		d := dst.Float32s()
-		sumRows(gout.Float32s(), d)
+		sumRows(gout.Float32s(), d, false)
 	case Float64:
 		d := dst.Float64s()
-		sumRows(gout.Float64s(), d)
+		sumRows(gout.Float64s(), d, false)
 	}
 	return nil
 }
 
-func sumRows[T float](g, dst []T) {
+// sumRows sets dst to the sum of g's rows (len(dst) columns), or adds the sum into dst
+// with accumulate, row by row in order.
+func sumRows[T float](g, dst []T, accumulate bool) {
 	d := len(dst)
-	clear(dst)
+	if !accumulate {
+		clear(dst)
+	}
 	if g32, ok := any(g).([]float32); ok {
 		// The same sums in the same order, eight columns at a time.
 		dst32 := any(dst).([]float32)
