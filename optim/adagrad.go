@@ -64,12 +64,12 @@ func NewAdagrad(groups []Group, cfg AdagradConfig) (*Adagrad, error) {
 // Config returns the optimizer's hyperparameters.
 func (o *Adagrad) Config() AdagradConfig { return o.cfg }
 
-func (o *Adagrad) update(st *paramState, lr float64, t int) {
+func (o *Adagrad) update(st *paramState, lr float64, t, lo, hi int) {
 	clr := lr / (1 + float64(t-1)*o.cfg.LRDecay)
 	if st.x32 != nil {
-		adagradUpdate(st.x32, st.g32, st.s32[0], clr, st.wd, o.cfg.Eps)
+		adagradUpdate(st.x32[lo:hi], st.g32[lo:hi], st.s32[0][lo:hi], clr, st.wd, o.cfg.Eps)
 	} else {
-		adagradUpdate(st.x64, st.g64, st.s64[0], clr, st.wd, o.cfg.Eps)
+		adagradUpdate(st.x64[lo:hi], st.g64[lo:hi], st.s64[0][lo:hi], clr, st.wd, o.cfg.Eps)
 	}
 }
 

@@ -105,7 +105,7 @@ func (o *Adam) setup(name string, groups []Group) error {
 // Config returns the optimizer's hyperparameters.
 func (o *Adam) Config() AdamConfig { return o.cfg }
 
-func (o *Adam) update(st *paramState, lr float64, t int) {
+func (o *Adam) update(st *paramState, lr float64, t, lo, hi int) {
 	c := o.cfg
 	k := adamCoefs{
 		lr:        lr,
@@ -121,15 +121,15 @@ func (o *Adam) update(st *paramState, lr float64, t int) {
 	if st.x32 != nil {
 		var vmax []float32
 		if c.AMSGrad {
-			vmax = st.s32[2]
+			vmax = st.s32[2][lo:hi]
 		}
-		adamUpdate(st.x32, st.g32, st.s32[0], st.s32[1], vmax, &k)
+		adamUpdate(st.x32[lo:hi], st.g32[lo:hi], st.s32[0][lo:hi], st.s32[1][lo:hi], vmax, &k)
 	} else {
 		var vmax []float64
 		if c.AMSGrad {
-			vmax = st.s64[2]
+			vmax = st.s64[2][lo:hi]
 		}
-		adamUpdate(st.x64, st.g64, st.s64[0], st.s64[1], vmax, &k)
+		adamUpdate(st.x64[lo:hi], st.g64[lo:hi], st.s64[0][lo:hi], st.s64[1][lo:hi], vmax, &k)
 	}
 }
 
@@ -141,27 +141,6 @@ type adamCoefs struct {
 // adamUpdate follows torch's _single_tensor_adam and _single_tensor_adamw (not
 // capturable); vmax is nil without AMSGrad.
 func adamUpdate[T float](p, g, m, v, vmax []T, k *adamCoefs) {
-	if len(p) < parallelMin {
-		adamUpdateSerial(p, g, m, v, vmax, k) // small steps allocate nothing
-		return
-	}
-	adamUpdateParallel(p, g, m, v, vmax, *k)
-}
-
-// adamUpdateParallel is adamUpdate over two goroutines; its arguments escape to the
-// heap, so only large updates come here.
-func adamUpdateParallel[T float](p, g, m, v, vmax []T, kv adamCoefs) {
-	k := &kv
-	chunks(len(p), func(_, lo, hi int) {
-		var vm []T
-		if vmax != nil {
-			vm = vmax[lo:hi]
-		}
-		adamUpdateSerial(p[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], vm, k)
-	})
-}
-
-func adamUpdateSerial[T float](p, g, m, v, vmax []T, k *adamCoefs) {
 	b1, b2 := T(k.beta1), T(k.beta2)
 	c1, c2 := T(1-k.beta1), T(1-k.beta2)
 	negStep, bc2, eps := T(-k.stepSize), T(k.bc2Sqrt), T(k.eps)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 
 	"github.com/locusml/locus/autodiff"
@@ -80,6 +81,14 @@ type paramState struct {
 	s64     [][]float64
 }
 
+// size returns the number of elements of the parameter.
+func (st *paramState) size() int {
+	if st.x32 != nil {
+		return len(st.x32)
+	}
+	return len(st.x64)
+}
+
 // refreshGrad re-reads the gradient's backing slice if the Param's gradient tensor was
 // replaced; reading it every step would allocate.
 func (st *paramState) refreshGrad() {
@@ -93,10 +102,11 @@ func (st *paramState) refreshGrad() {
 	}
 }
 
-// rule is an optimizer's update, applied to one parameter at step t (1-based) with the
-// parameter's learning rate lr (schedule and group scale applied).
+// rule is an optimizer's update, applied to elements lo..hi−1 of one parameter at step
+// t (1-based) with the parameter's learning rate lr (schedule and group scale applied).
+// Every rule is element-wise, so that Step may split a parameter anywhere (updateAll).
 type rule interface {
-	update(st *paramState, lr float64, t int)
+	update(st *paramState, lr float64, t, lo, hi int)
 }
 
 // base holds what every optimizer shares: groups, schedule, clipping, step count and
@@ -257,11 +267,38 @@ func (b *base) Step() error {
 		}
 	}
 	t := b.step + 1
-	for _, st := range b.params {
-		b.rule.update(st, lr*st.lrScale, t)
-	}
+	b.updateAll(lr, t)
 	b.step = t
 	return nil
+}
+
+// updateAll applies the rule to every parameter: in one parallel section over all the
+// parameters' elements in equal shares, one share per goroutine (parameters split
+// where a share ends), or serially when there are fewer than parallelMin elements. The
+// rules are element-wise, so the bits do not depend on the split.
+func (b *base) updateAll(lr float64, t int) {
+	total := 0
+	for _, st := range b.params {
+		total += st.size()
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if total < parallelMin || workers < 2 {
+		for _, st := range b.params {
+			b.rule.update(st, lr*st.lrScale, t, 0, st.size())
+		}
+		return
+	}
+	par.For(workers, 1, func(c, _ int) {
+		lo, hi := c*total/workers, (c+1)*total/workers
+		off := 0
+		for _, st := range b.params {
+			n := st.size()
+			if s, e := max(lo, off), min(hi, off+n); s < e {
+				b.rule.update(st, lr*st.lrScale, t, s-off, e-off)
+			}
+			off += n
+		}
+	})
 }
 
 // State returns copies of the state as named tensors; see Optimizer.State.

@@ -81,21 +81,21 @@ func NewRMSProp(groups []Group, cfg RMSPropConfig) (*RMSProp, error) {
 // Config returns the optimizer's hyperparameters.
 func (o *RMSProp) Config() RMSPropConfig { return o.cfg }
 
-func (o *RMSProp) update(st *paramState, lr float64, _ int) {
+func (o *RMSProp) update(st *paramState, lr float64, _, lo, hi int) {
 	c := o.cfg
 	if st.x32 != nil {
-		rmspropUpdate(st.x32, st.g32, st.s32[0], slot(st.s32, o.gradAvg), slot(st.s32, o.mbuf), lr, st.wd, c.Alpha, c.Eps, c.Momentum)
+		rmspropUpdate(st.x32[lo:hi], st.g32[lo:hi], st.s32[0][lo:hi], slot(st.s32, o.gradAvg, lo, hi), slot(st.s32, o.mbuf, lo, hi), lr, st.wd, c.Alpha, c.Eps, c.Momentum)
 	} else {
-		rmspropUpdate(st.x64, st.g64, st.s64[0], slot(st.s64, o.gradAvg), slot(st.s64, o.mbuf), lr, st.wd, c.Alpha, c.Eps, c.Momentum)
+		rmspropUpdate(st.x64[lo:hi], st.g64[lo:hi], st.s64[0][lo:hi], slot(st.s64, o.gradAvg, lo, hi), slot(st.s64, o.mbuf, lo, hi), lr, st.wd, c.Alpha, c.Eps, c.Momentum)
 	}
 }
 
-// slot returns slots[k], or nil when k < 0.
-func slot[T float](slots [][]T, k int) []T {
+// slot returns slots[k][lo:hi], or nil when k < 0.
+func slot[T float](slots [][]T, k, lo, hi int) []T {
 	if k < 0 {
 		return nil
 	}
-	return slots[k]
+	return slots[k][lo:hi]
 }
 
 // rmspropUpdate follows torch's _single_tensor_rmsprop; gavg is nil unless centered and

@@ -69,20 +69,20 @@ func NewSGD(groups []Group, cfg SGDConfig) (*SGD, error) {
 // Config returns the optimizer's hyperparameters.
 func (o *SGD) Config() SGDConfig { return o.cfg }
 
-func (o *SGD) update(st *paramState, lr float64, t int) {
+func (o *SGD) update(st *paramState, lr float64, t, lo, hi int) {
 	c := o.cfg
 	if st.x32 != nil {
 		var buf []float32
 		if st.s32 != nil {
-			buf = st.s32[0]
+			buf = st.s32[0][lo:hi]
 		}
-		sgdUpdate(st.x32, st.g32, buf, lr, st.wd, c.Momentum, c.Dampening, c.Nesterov, t == 1)
+		sgdUpdate(st.x32[lo:hi], st.g32[lo:hi], buf, lr, st.wd, c.Momentum, c.Dampening, c.Nesterov, t == 1)
 	} else {
 		var buf []float64
 		if st.s64 != nil {
-			buf = st.s64[0]
+			buf = st.s64[0][lo:hi]
 		}
-		sgdUpdate(st.x64, st.g64, buf, lr, st.wd, c.Momentum, c.Dampening, c.Nesterov, t == 1)
+		sgdUpdate(st.x64[lo:hi], st.g64[lo:hi], buf, lr, st.wd, c.Momentum, c.Dampening, c.Nesterov, t == 1)
 	}
 }
 
