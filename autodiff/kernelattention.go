@@ -131,8 +131,9 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 			kt = getScratch[T](d.d * ldt)
 			defer putScratch(kt)
 		}
+		var pr problem[T] // one per worker: the row evaluators take its address
 		for pi := plo; pi < phi; pi++ {
-			pr := tiledProblem(&k.pairSpec, d, a, pi)
+			pr = tiledProblem(&k.pairSpec, d, a, pi)
 			if needQK {
 				transposeHead(*kt, pr.k, d.tk, d.d, d.lq, ldt, 1)
 			}
@@ -234,8 +235,9 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 			vt = getScratch[T](d.dv * ldt)
 			defer putScratch(vt)
 		}
+		var pr problem[T] // one per worker: the row evaluators take its address
 		for pi := plo; pi < phi; pi++ {
-			pr := tiledProblem(&k.pairSpec, d, a, pi)
+			pr = tiledProblem(&k.pairSpec, d, a, pi)
 			if needScores {
 				transposeHead(*vt, pr.v, d.tk, d.dv, d.lv, ldt, 1)
 			}
