@@ -298,6 +298,7 @@ func attnBackward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk
 					continue
 				}
 				w := chi - clo
+				prefetchRows(oh[r0*dvw:], rb, d.dv, dvw) // the block's outputs, read cold for δ
 				// dV[clo:chi] += P[r0:r1, clo:chi]ᵀ·G[r0:r1]
 				mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, gh[r0*dvw:], dvw, 1, dvh[clo*dvw:], dvw)
 				// dS = G[r0:r1]·V[clo:chi]ᵀ, then scale·P ⊙ (dS − δ) row by row

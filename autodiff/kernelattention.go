@@ -263,6 +263,9 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 				if needQK { // the block's kept dot products, read cold by coefs: fetched during the gemms
 					prefetchRows(dh[r0*d.tk+clo:], rb, w, d.tk)
 				}
+				if needScores { // the block's local means, read cold for δ
+					prefetchRows(op[r0*d.lv:], rb, d.dv, d.lv)
+				}
 				// dV[clo:chi] += W[r0:r1, clo:chi]ᵀ·dm[r0:r1]
 				mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, dmp[r0*d.lv:], d.lv, 1, dv[clo*d.lv:], d.lv)
 				if !needScores {
