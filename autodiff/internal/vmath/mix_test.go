@@ -1,6 +1,7 @@
 package vmath
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -293,5 +294,35 @@ func TestMixPathsAgree(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkMixRows runs the fused mixture loops of a forward and a backward pass over
+// causal rows of lengths 1..64 (a char-LM head's), one call each per row, with a
+// Laplacian component beside one of each term, on normal numbers (subnormal ones would
+// time the processor's assists instead).
+func BenchmarkMixRows(b *testing.B) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	const n = 64
+	dots, kk, d0, p := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range n {
+		dots[i], d0[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+		kk[i], p[i] = 1+float32(rng.Float64()), float32(rng.Float64())
+	}
+	g, d, e0, e1, cs := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	lap := Comp{C: -0.5, Term: TermDist}
+	for _, term := range mixTerms {
+		a := Comp{C: -0.6, Term: term}
+		b.Run(fmt.Sprintf("term%d", term), func(b *testing.B) {
+			for b.Loop() {
+				for r := 1; r <= n; r++ {
+					m := MixScores2(e0[:r], e1[:r], dots, 1.25, kk, a, lap)
+					ExpShiftSum2(e0[:r], e1, m, m, false)
+					copy(d, d0)
+					MixShare(g[:r], d, p, dots, 1.25, kk, a, 0.3, 0.2, 1.7)
+					MixCoefs2(d[:r], g, dots, 1.25, kk, cs, lap, a)
+				}
+			}
+		})
 	}
 }

@@ -1648,7 +1648,7 @@ x2done:
 // scoreGradSubAVX2 forms them; returns Σ g and Σ v in their lanes and order; n > 0. The
 // last n mod 8 elements go through masked loads and stores, their lanes masked out of the
 // sums.
-TEXT ·mixShareAVX2(SB), NOSPLIT, $96-96
+TEXT ·mixShareAVX2(SB), NOSPLIT, $0-96
 	MOVQ         gr+0(FP), DI
 	MOVQ         d+8(FP), BX
 	MOVQ         p+16(FP), R11
@@ -1671,10 +1671,16 @@ TEXT ·mixShareAVX2(SB), NOSPLIT, $96-96
 	SHRQ         $3, CX
 	JZ           mstail
 msloop:
-	VMOVUPS (SI), Y1
-	VMOVUPS (DX), Y2
-	TERMS3
-	VMOVUPS (SP)(R8*1), Y0
+	VMOVUPS (SI), Y0
+	TESTQ   R8, R8
+	JZ      msterm // the dot product itself
+	VADDPS  (DX), Y4, Y1
+	VFMADD231PS vneg2<>(SB), Y0, Y1
+	VMAXPS  Y1, Y14, Y0
+	CMPQ    R8, $64
+	JNE     msterm
+	VSQRTPS Y0, Y0
+msterm:
 	TESTQ   R13, R13
 	JNZ     msval
 	EXPCS8
@@ -1709,10 +1715,17 @@ mstail:
 	SHLQ       $2, R10
 	SUBQ       R10, AX
 	VMOVUPS    (AX), Y6
-	VMASKMOVPS (SI), Y6, Y1
+	VMASKMOVPS (SI), Y6, Y0
+	TESTQ      R8, R8
+	JZ         mstterm
 	VMASKMOVPS (DX), Y6, Y2
-	TERMS3
-	VMOVUPS    (SP)(R8*1), Y0
+	VADDPS     Y2, Y4, Y1
+	VFMADD231PS vneg2<>(SB), Y0, Y1
+	VMAXPS     Y1, Y14, Y0
+	CMPQ       R8, $64
+	JNE        mstterm
+	VSQRTPS    Y0, Y0
+mstterm:
 	TESTQ      R13, R13
 	JNZ        mstval
 	EXPCS8
