@@ -3,3 +3,7 @@
 package vmath
 
 func setAVX2(bool) {}
+
+func setAVX512(bool) {}
+
+func canAVX512() bool { return false }

@@ -19,9 +19,12 @@ func elemInput(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
+// sameBits returns the first index where a and b differ bit for bit, any NaN matching
+// any NaN (which operand's NaN an operation passes on depends on the operands' order, not
+// the value), or −1.
 func sameBits(a, b []float32) int {
 	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(a[i] != a[i] && b[i] != b[i]) {
 			return i
 		}
 	}

@@ -72,13 +72,13 @@ func MixScores2(e0, e1, dots []float32, qq float32, kk []float32, a, b Comp) flo
 
 // ExpShiftSum2 sets e0[i] = exp(e0[i] − s0) + exp(e1[i] − s1) and returns the sums of
 // the two exponentials: ExpShiftSum(e0, s0) then ExpScaleShiftAdd(e0, e1, 1, s1) in one
-// pass, the same result on every path; e1 must be at least as long as e0. With values1,
-// e1 holds a component's values and e0[i] = exp(e0[i] − s0) + s1·e1[i] (Scale(e1, s1) then
-// Add, e1 left as it was).
+// pass, the same result on every path (sixteen lanes at a time with AVX-512); e1 must
+// be at least as long as e0. With values1, e1 holds a component's values and e0[i] =
+// exp(e0[i] − s0) + s1·e1[i] (Scale(e1, s1) then Add, e1 left as it was).
 func ExpShiftSum2(e0, e1 []float32, s0, s1 float32, values1 bool) (sum0, sum1 float32) {
 	e1 = e1[:len(e0)]
 	if hasAVX2 && len(e0) > 0 {
-		return expShiftSum2AVX2(&e0[0], &e1[0], len(e0), s0, s1, values1)
+		return expShiftSum2AVX2(&e0[0], &e1[0], len(e0), s0, s1, values1, hasAVX512)
 	}
 	var a, b [8]float32
 	for i, v := range e1 {
@@ -100,7 +100,7 @@ func ExpShiftSum2(e0, e1 []float32, s0, s1 float32, values1 bool) (sum0, sum1 fl
 // from the products d = dm·vᵀ and the weights p: g[i] = (f·exp(a.C·x_a[i] − shift))·(d[i]
 // − delta), then d[i] = p[i]·(d[i] − delta) − g[i]; it returns Σ g and Σ p·(d − delta).
 // That is ExpScoreGrad of the component's terms then ScoreGradSub, in one pass, the same
-// result on every path. A Rational a takes its values for the exponentials (shift is not
+// result on every path (sixteen lanes at a time with AVX-512). A Rational a takes its values for the exponentials (shift is not
 // read): Recip1p then ScoreGradSum at scale f. d, p and dots (and kk, read only for a
 // distance) must be at least as long as g.
 func MixShare(g, d, p, dots []float32, qq float32, kk []float32, a Comp, shift, delta, f float32) (sg, sd float32) {
@@ -112,7 +112,7 @@ func MixShare(g, d, p, dots []float32, qq float32, kk []float32, a Comp, shift, 
 		kk = dots // not read
 	}
 	if hasAVX2 && n > 0 {
-		return mixShareAVX2(&g[0], &d[0], &p[0], &dots[0], &kk[0], n, qq, a.C, shift, delta, f, int(a.Term), a.Rational)
+		return mixShareAVX2(&g[0], &d[0], &p[0], &dots[0], &kk[0], n, qq, a.C, shift, delta, f, int(a.Term), a.Rational, hasAVX512)
 	}
 	var s, t [8]float32
 	for i, dot := range dots {

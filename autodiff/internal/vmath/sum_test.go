@@ -153,14 +153,20 @@ func TestAddScaled(t *testing.T) {
 // onEachPath runs f on the pure-Go loops and, where the CPU has them, on the AVX2 kernels,
 // and leaves the kernels as it found them.
 func onEachPath(f func(avx bool)) {
+	defer setAVX512(hasAVX512)
 	defer setAVX2(hasAVX2)
-	paths := []bool{false}
+	type path struct{ avx2, avx512 bool }
+	paths := []path{{false, false}}
 	if hasAVX2 {
-		paths = append(paths, true)
+		paths = append(paths, path{true, false})
+		if canAVX512() { // the kernels with a sixteen-lane loop run it
+			paths = append(paths, path{true, true})
+		}
 	}
-	for _, avx := range paths {
-		setAVX2(avx)
-		f(avx)
+	for _, p := range paths {
+		setAVX2(p.avx2)
+		setAVX512(p.avx512)
+		f(p.avx2)
 	}
 }
 

@@ -11,6 +11,11 @@ import (
 // hasAVX2 selects the AVX2 kernels, where the CPU has them and LOCUS_CPU allows them.
 var hasAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && simd.Allows(simd.AVX2)
 
+// hasAVX512 lets the AVX2 kernels that have a sixteen-lane loop (ExpShiftSum2, MixShare)
+// run it, where the CPU and the OS have AVX-512F and LOCUS_CPU allows it; its results are
+// the AVX2 loop's bits.
+var hasAVX512 = hasAVX2 && cpu.X86.HasAVX512F && simd.Allows(simd.AVX512)
+
 //go:noescape
 func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32
 
@@ -87,10 +92,10 @@ func scoreGradSubAVX2(d, p, sub *float32, n int, delta float32) float32
 func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1 bool) float32
 
 //go:noescape
-func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1 bool) (sum0, sum1 float32)
+func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1, wide bool) (sum0, sum1 float32)
 
 //go:noescape
-func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational bool) (sg, sd float32)
+func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational, wide bool) (sg, sd float32)
 
 //go:noescape
 func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA bool) (gxb, sdb, gxa, sda float32)

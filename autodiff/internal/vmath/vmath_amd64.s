@@ -183,6 +183,47 @@ GLOBL vconst<>(SB), RODATA|NOPTR, $512
 	EXP8 \
 	VANDPS Y5, Y0, Y0
 
+// EXP16 is EXP8 on sixteen lanes: Z0 = exp(Z0), the same operations on each lane with
+// the constants broadcast from their first lane, so the same bits; it clobbers Z1, Z2 and
+// Z3. AVX-512F only.
+#define EXP16 \
+	VMAXPS.BCST C_lo, Z0, Z0 \
+	VMINPS.BCST C_hi, Z0, Z0 \
+	VBROADCASTSS C_log2e, Z1 \
+	VFMADD213PS.BCST C_magic, Z0, Z1 \
+	VSUBPS.BCST C_magic, Z1, Z2 \
+	VPSUBD.BCST C_magic, Z1, Z1 \
+	VFNMADD231PS.BCST C_ln2hi, Z2, Z0 \
+	VFNMADD231PS.BCST C_ln2lo, Z2, Z0 \
+	VBROADCASTSS C_p0, Z2 \
+	VFMADD213PS.BCST C_p1, Z0, Z2 \
+	VFMADD213PS.BCST C_p2, Z0, Z2 \
+	VFMADD213PS.BCST C_p3, Z0, Z2 \
+	VFMADD213PS.BCST C_p4, Z0, Z2 \
+	VFMADD213PS.BCST C_p5, Z0, Z2 \
+	VMULPS Z0, Z0, Z3 \
+	VADDPS.BCST C_one, Z0, Z0 \
+	VFMADD231PS Z3, Z2, Z0 \
+	VPADDD.BCST C_i127, Z1, Z1 \
+	VPSLLD $23, Z1, Z1 \
+	VMULPS Z1, Z0, Z0
+
+// EXPCS16 is EXPCS8 on sixteen lanes (Z8 = c, Z7 = shift broadcast), the lanes below C_lo
+// zeroed through K1; it clobbers Z1, Z2, Z3 and K1.
+#define EXPCS16 \
+	VMULPS Z8, Z0, Z0 \
+	VSUBPS Z7, Z0, Z0 \
+	VCMPPS.BCST $0x1d, C_lo, Z0, K1 \
+	EXP16 \
+	VMOVAPS.Z Z0, K1, Z0
+
+// ADDHALVES adds the low then the high eight lanes of Z0 into the ymm accumulator acc: the
+// order in which an eight-lane loop would add the same sixteen elements. Clobbers Y1.
+#define ADDHALVES(acc) \
+	VADDPS        Y0, acc, acc \
+	VEXTRACTF64X4 $1, Z0, Y1 \
+	VADDPS        Y1, acc, acc
+
 // tailmask<>+32−4r holds eight dwords, the first r all ones: a load and store mask
 // for the last r < 8 elements.
 DATA tailmask<>+0(SB)/8, $-1
@@ -1569,10 +1610,12 @@ m2ret:
 	VZEROUPPER
 	RET
 
-// func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1 bool) (sum0, sum1 float32)
+// func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1, wide bool) (sum0, sum1 float32)
 // v0 = exp(e0 − s0), v1 = exp(e1 − s1) as expScaleShiftSumAVX2 forms them at c = 1 (v1 =
 // s1·e1 if values1), e0 = v0 + v1, and returns Σ v0 and Σ v1 in its lanes and order;
-// n > 0. The last n mod 8 elements go through masked loads and stores.
+// n > 0. The last n mod 8 elements go through masked loads and stores. With wide (the CPU
+// has AVX-512F), sixteen elements at a time go through zmm registers first, with the same
+// bits.
 TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-48
 	MOVQ         e0+0(FP), DI
 	MOVQ         e1+8(FP), SI
@@ -1583,6 +1626,40 @@ TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-48
 	VMOVUPS      C_one, Y8
 	VXORPS       Y6, Y6, Y6
 	VXORPS       Y12, Y12, Y12
+	MOVBLZX      wide+33(FP), R10
+	TESTQ        R10, R10
+	JZ           x2narrow
+	MOVQ         CX, R10
+	SHRQ         $4, R10
+	JZ           x2narrow
+	VBROADCASTSS s0+24(FP), Z9
+	VBROADCASTSS s1+28(FP), Z10
+	VBROADCASTSS C_one, Z8
+x2zloop:
+	VMOVUPS (DI), Z0
+	VMOVAPS Z9, Z7
+	EXPCS16
+	VMOVAPS Z0, Z11
+	ADDHALVES(Y6)
+	TESTQ   R8, R8
+	JNZ     x2zval
+	VMOVUPS (SI), Z0
+	VMOVAPS Z10, Z7
+	EXPCS16
+	JMP     x2zadd
+x2zval:
+	VMULPS  (SI), Z10, Z0
+x2zadd:
+	ADDHALVES(Y12)
+	VADDPS  Z11, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DI
+	DECQ    R10
+	JNZ     x2zloop
+	ANDQ    $15, CX
+	JZ      x2done
+x2narrow:
 	MOVQ         CX, DX
 	ANDQ         $7, DX
 	SHRQ         $3, CX
@@ -1641,13 +1718,14 @@ x2done:
 	VZEROUPPER
 	RET
 
-// func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational bool) (sg, sd float32)
+// func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational, wide bool) (sg, sd float32)
 // g = (f·e)·(d − delta) with e = exp(c·x − shift) of the term x (TERMS3's), as
 // expScoreGradAVX2 forms it (if rational, e = 1/(1 + c·x) as recip1pAVX2 forms it, and g
 // as scoreGradSumAVX2 forms it at scale f), then v = p·(d − delta) and d = v − g as
 // scoreGradSubAVX2 forms them; returns Σ g and Σ v in their lanes and order; n > 0. The
 // last n mod 8 elements go through masked loads and stores, their lanes masked out of the
-// sums.
+// sums. With wide (the CPU has AVX-512F), sixteen elements at a time go through zmm
+// registers first, with the same bits.
 TEXT ·mixShareAVX2(SB), NOSPLIT, $0-96
 	MOVQ         gr+0(FP), DI
 	MOVQ         d+8(FP), BX
@@ -1666,6 +1744,59 @@ TEXT ·mixShareAVX2(SB), NOSPLIT, $0-96
 	VXORPS       Y14, Y14, Y14
 	VXORPS       Y11, Y11, Y11
 	VXORPS       Y15, Y15, Y15
+	MOVBLZX      wide+81(FP), R10
+	TESTQ        R10, R10
+	JZ           msnarrow
+	MOVQ         CX, R10
+	SHRQ         $4, R10
+	JZ           msnarrow
+	VBROADCASTSS qq+48(FP), Z4
+	VBROADCASTSS c+52(FP), Z8
+	VBROADCASTSS shift+56(FP), Z7
+	VBROADCASTSS delta+60(FP), Z9
+	VBROADCASTSS f+64(FP), Z10
+mszloop:
+	VMOVUPS (SI), Z0
+	TESTQ   R8, R8
+	JZ      mszterm // the dot product itself
+	VADDPS  (DX), Z4, Z1
+	VFMADD231PS.BCST vneg2<>(SB), Z0, Z1
+	VMAXPS  Z1, Z14, Z0
+	CMPQ    R8, $64
+	JNE     mszterm
+	VSQRTPS Z0, Z0
+mszterm:
+	TESTQ   R13, R13
+	JNZ     mszval
+	EXPCS16
+	JMP     mszgot
+mszval:
+	VMULPS  Z8, Z0, Z0
+	VADDPS.BCST C_one, Z0, Z0
+	VBROADCASTSS C_one, Z3
+	VDIVPS  Z0, Z3, Z0
+mszgot:
+	VMULPS  Z10, Z0, Z0
+	VMOVUPS (BX), Z12
+	VSUBPS  Z9, Z12, Z12
+	VMULPS  Z12, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDHALVES(Y11)
+	VMULPS  (R11), Z12, Z2
+	VSUBPS  Z0, Z2, Z0
+	VMOVUPS Z0, (BX)
+	VMOVAPS Z2, Z0
+	ADDHALVES(Y15)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, DI
+	ADDQ    $64, BX
+	ADDQ    $64, R11
+	DECQ    R10
+	JNZ     mszloop
+	ANDQ    $15, CX
+	JZ      msdone
+msnarrow:
 	MOVQ         CX, R10
 	ANDQ         $7, R10
 	SHRQ         $3, CX

@@ -2,7 +2,7 @@
 
 package vmath
 
-const hasAVX2 = false
+const hasAVX2, hasAVX512 = false, false
 
 func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32 {
 	panic("vmath: no AVX2")
@@ -51,10 +51,10 @@ func scoreGradSubAVX2(d, p, sub *float32, n int, delta float32) float32 { panic(
 func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1 bool) float32 {
 	panic("vmath: no AVX2")
 }
-func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1 bool) (sum0, sum1 float32) {
+func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1, wide bool) (sum0, sum1 float32) {
 	panic("vmath: no AVX2")
 }
-func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational bool) (sg, sd float32) {
+func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational, wide bool) (sg, sd float32) {
 	panic("vmath: no AVX2")
 }
 func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA bool) (gxb, sdb, gxa, sda float32) {
