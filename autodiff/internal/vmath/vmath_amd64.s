@@ -1629,12 +1629,12 @@ TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-48
 	MOVBLZX      wide+33(FP), R10
 	TESTQ        R10, R10
 	JZ           x2narrow
-	MOVQ         CX, R10
-	SHRQ         $4, R10
-	JZ           x2narrow
 	VBROADCASTSS s0+24(FP), Z9
 	VBROADCASTSS s1+28(FP), Z10
 	VBROADCASTSS C_one, Z8
+	MOVQ         CX, R10
+	SHRQ         $4, R10
+	JZ           x2ztail
 x2zloop:
 	VMOVUPS (DI), Z0
 	VMOVAPS Z9, Z7
@@ -1657,8 +1657,33 @@ x2zadd:
 	ADDQ    $64, DI
 	DECQ    R10
 	JNZ     x2zloop
-	ANDQ    $15, CX
-	JZ      x2done
+x2ztail: // the last n mod 16 through the mask K2, their lanes zeroed before the sums
+	ANDQ      $15, CX
+	JZ        x2done
+	MOVL      $1, AX
+	SHLL      CX, AX
+	DECL      AX
+	KMOVW     AX, K2
+	VMOVUPS.Z (DI), K2, Z0
+	VMOVAPS   Z9, Z7
+	EXPCS16
+	VMOVAPS.Z Z0, K2, Z0
+	VMOVAPS   Z0, Z11
+	ADDHALVES(Y6)
+	VMOVUPS.Z (SI), K2, Z0
+	TESTQ     R8, R8
+	JNZ       x2ztval
+	VMOVAPS   Z10, Z7
+	EXPCS16
+	JMP       x2ztadd
+x2ztval:
+	VMULPS    Z10, Z0, Z0
+x2ztadd:
+	VMOVAPS.Z Z0, K2, Z0
+	ADDHALVES(Y12)
+	VADDPS    Z11, Z0, Z0
+	VMOVUPS   Z0, K2, (DI)
+	JMP       x2done
 x2narrow:
 	MOVQ         CX, DX
 	ANDQ         $7, DX
@@ -1747,14 +1772,14 @@ TEXT ·mixShareAVX2(SB), NOSPLIT, $0-96
 	MOVBLZX      wide+81(FP), R10
 	TESTQ        R10, R10
 	JZ           msnarrow
-	MOVQ         CX, R10
-	SHRQ         $4, R10
-	JZ           msnarrow
 	VBROADCASTSS qq+48(FP), Z4
 	VBROADCASTSS c+52(FP), Z8
 	VBROADCASTSS shift+56(FP), Z7
 	VBROADCASTSS delta+60(FP), Z9
 	VBROADCASTSS f+64(FP), Z10
+	MOVQ         CX, R10
+	SHRQ         $4, R10
+	JZ           msztail
 mszloop:
 	VMOVUPS (SI), Z0
 	TESTQ   R8, R8
@@ -1794,8 +1819,50 @@ mszgot:
 	ADDQ    $64, R11
 	DECQ    R10
 	JNZ     mszloop
-	ANDQ    $15, CX
-	JZ      msdone
+msztail: // the last n mod 16 through the mask K2, their lanes zeroed before the sums
+	ANDQ      $15, CX
+	JZ        msdone
+	MOVL      $1, AX
+	SHLL      CX, AX
+	DECL      AX
+	KMOVW     AX, K2
+	VMOVUPS.Z (SI), K2, Z0
+	TESTQ     R8, R8
+	JZ        msztterm
+	VMOVUPS.Z (DX), K2, Z2
+	VADDPS    Z2, Z4, Z1
+	VFMADD231PS.BCST vneg2<>(SB), Z0, Z1
+	VMAXPS    Z1, Z14, Z0
+	CMPQ      R8, $64
+	JNE       msztterm
+	VSQRTPS   Z0, Z0
+msztterm:
+	TESTQ     R13, R13
+	JNZ       msztval
+	EXPCS16
+	JMP       msztgot
+msztval:
+	VMULPS    Z8, Z0, Z0
+	VADDPS.BCST C_one, Z0, Z0
+	VBROADCASTSS C_one, Z3
+	VDIVPS    Z0, Z3, Z0
+msztgot:
+	VMOVAPS.Z Z0, K2, Z0
+	VMULPS    Z10, Z0, Z0
+	VMOVUPS.Z (BX), K2, Z12
+	VSUBPS    Z9, Z12, Z12
+	VMULPS    Z12, Z0, Z0
+	VMOVUPS   Z0, K2, (DI)
+	VMOVAPS.Z Z0, K2, Z0
+	ADDHALVES(Y11)
+	VMOVUPS.Z (R11), K2, Z3
+	VMULPS    Z3, Z12, Z2
+	VMOVAPS.Z Z2, K2, Z2
+	VSUBPS    Z0, Z2, Z0
+	VMOVUPS   Z0, K2, (BX)
+	VMOVAPS   Z2, Z0
+	ADDHALVES(Y15)
+	JMP       msdone
 msnarrow:
 	MOVQ         CX, R10
 	ANDQ         $7, R10
