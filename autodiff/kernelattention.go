@@ -54,6 +54,7 @@ type kernelAttention struct {
 	// rowsMix32, and mixNorms per problem its squared norms, for the backward pass.
 	mixShift, mixInv []float64
 	mixNorms         []float32
+	mixRatExp        []float32 // [N·Tq] exp(−shift) per query, for a rational component
 	// Gradients of every input computed ahead by the first backward call of a pass
 	// (gradGen == gen), which wrote its own input's (gradAt) into its dst.
 	grads                []*tensor.Dense
@@ -75,7 +76,9 @@ func resized[T float](x []T, n int) []T {
 // rowsMix32 for a MixturePairKernel32 whose components have float32 rows, else rows64.
 func (k *kernelAttention) rowsOf32(d tiledDims, acc *pairAcc) func() pairRows[float32] {
 	if k.mix32 != nil {
-		return func() pairRows[float32] { return newRowsMix32(&k.pairSpec, d, acc, k.mixShift, k.mixInv, k.mixNorms) }
+		return func() pairRows[float32] {
+			return newRowsMix32(&k.pairSpec, d, acc, k.mixShift, k.mixInv, k.mixNorms, k.mixRatExp)
+		}
 	}
 	if k.k32 != nil {
 		return func() pairRows[float32] { return newRows32(k, d, acc) }
@@ -99,6 +102,7 @@ func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		}
 		if k.mix32 != nil {
 			k.mixShift, k.mixInv = resized(k.mixShift, d.n*d.tq), resized(k.mixInv, d.n*d.tq)
+			k.mixRatExp = resized(k.mixRatExp, d.n*d.tq)
 			if k.useDist {
 				k.mixNorms = resized(k.mixNorms, d.n*(d.tq+d.tk))
 			}

@@ -70,6 +70,9 @@ type rowsMix32 struct {
 	norms  []float32 // [N·(Tq+Tk)] the problems' squared norms, or nil: formed per pass
 	shift  []float64 // [N·Tq] each query's shift c
 	inv    []float64 // [N·Tq] each query's factor z; nil: 1
+	// ratExp holds, when not nil, exp(−c) of each query [N·Tq] as pairValues formed it
+	// for a rational component's share; pairCoefs reads it instead of forming it again.
+	ratExp []float32
 	sums   []float32 // [L] the components' Σ of score gradients in a row
 	rest   int       // the component whose score gradients are the row's less the others', or −1
 	pair   bool      // two components, rest and another linear or rational: the fused loops (pairValues, pairCoefs)
@@ -79,10 +82,11 @@ type rowsMix32 struct {
 }
 
 // newRowsMix32 returns a worker's rows for the mixture of k; shift and inv hold the op's
-// shifts and factors, written by weights and read by coefs (inv nil: 1), and norms its
-// squared norms (nil: each pass forms its own).
-func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, norms []float32) *rowsMix32 {
-	r := &rowsMix32{k: k, d: d, acc: acc, shift: shift, inv: inv, norms: norms, sums: make([]float32, len(k.mix32))}
+// shifts and factors, written by weights and read by coefs (inv nil: 1), norms its
+// squared norms (nil: each pass forms its own) and ratExp each query's exp(−c) for a
+// rational component (nil: coefs forms it).
+func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, norms, ratExp []float32) *rowsMix32 {
+	r := &rowsMix32{k: k, d: d, acc: acc, shift: shift, inv: inv, norms: norms, ratExp: ratExp, sums: make([]float32, len(k.mix32))}
 	for _, c := range k.mix32 {
 		mc := mixComp{kernel32: newKernel32(c), x: make([]float32, d.tk), e: make([]float32, d.tk), g: make([]float32, d.tk)}
 		r.comps = append(r.comps, mc)
@@ -264,7 +268,11 @@ func (r *rowsMix32) pairValues(dst, drow []float32, h float32, t, c0, n int) (fl
 	}
 	s1 := float32(float64(m) - b.lw)
 	if b.rat != nil { // its values' factor w·exp(−m)
-		s1 = b.w * vmath.Exp32(-m)
+		e := vmath.Exp32(-m)
+		if r.ratExp != nil {
+			r.ratExp[r.pi*r.d.tq+t] = e
+		}
+		s1 = b.w * e
 	}
 	s0, sum1 := vmath.ExpShiftSum2(dst[:n], b.e[:n], float32(float64(m)-a.lw), s1, b.rat != nil)
 	r.sum, r.sumOK = s0+sum1, b.rat == nil
@@ -478,7 +486,13 @@ func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64,
 	a, b := &r.comps[oi], &r.comps[r.rest]
 	f, sh := float32(z), float32(shift-a.lw)
 	if a.rat != nil { // its share is z·w·exp(−shift) times its values
-		fv := z * float64(a.w) * math.Exp(-shift)
+		var e float64
+		if r.ratExp != nil { // the forward pass's, as it weighed the values
+			e = float64(r.ratExp[pi*r.d.tq+t])
+		} else {
+			e = math.Exp(-shift)
+		}
+		fv := z * float64(a.w) * e
 		if fv > math.MaxFloat32 {
 			return 0, false
 		}

@@ -639,7 +639,7 @@ func newTile32[T float](k *pairSpec, d tiledDims, sc *tileScratch[T], acc *pairA
 	}
 	r := &tile32{p: p, dots: any(sc.dots).([]float32), c: any(sc.c).([]float32), acc: any(sc.acc).([]float32)}
 	if k.mix32 != nil {
-		r.mix = newRowsMix32(k, d, acc, lse, nil, nil)
+		r.mix = newRowsMix32(k, d, acc, lse, nil, nil, nil)
 		return r
 	}
 	r.kern = newKernel32(k.k32)

@@ -110,9 +110,11 @@ func TestFusedMatchesGeneral(t *testing.T) {
 	mem := randDense(rng, 1, 2, T-5, 8)
 	kernels := append(tiledKernelCases(), Tricube{}, MustParseKernelSpec("epanechnikov * causal * relbias(3)").Kernel,
 		// two components on the fused mixture loops: both linear (a dot product and a
-		// distance, a squared distance and a dot product), a rational one second, then first
+		// distance, a squared distance and a dot product), a rational one second, then
+		// first, and beside a dot product, whose scores make each row's shift its own
 		MustParseKernelSpec("mixture(exponential, laplacian)").Kernel, MustParseKernelSpec("mixture(gaussian, exponential)").Kernel,
-		MustParseKernelSpec("mixture(gaussian, cauchy)").Kernel, MustParseKernelSpec("mixture(cauchy, laplacian)").Kernel)
+		MustParseKernelSpec("mixture(gaussian, cauchy)").Kernel, MustParseKernelSpec("mixture(cauchy, laplacian)").Kernel,
+		MustParseKernelSpec("mixture(exponential, cauchy)").Kernel)
 	worst := map[autodiff.Dtype][3]float64{}
 	i := 0
 	for _, kern := range kernels {
