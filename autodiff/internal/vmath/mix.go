@@ -39,7 +39,8 @@ func distances(a, b Comp) bool { return a.Term != TermDot || b.Term != TermDot }
 
 // MixScores2 sets e0[i] = a.C·x_a[i] and e1[i] = b.C·x_b[i], the log-scores of two
 // linear components, and returns the largest of both rows, NaN when one is NaN: ScaleMax
-// or SqDistScaleMax for each, in one pass, the same result on every path. A Rational b
+// or SqDistScaleMax for each, in one pass, the same result on every path (sixteen lanes
+// at a time with AVX-512). A Rational b
 // gets its values (SqDist then Recip1p) and stays out of the largest. a must not be
 // Rational. dots (and kk, read only when a term is a distance) must be at least as long
 // as e0, and e1 as long.
@@ -52,7 +53,7 @@ func MixScores2(e0, e1, dots []float32, qq float32, kk []float32, a, b Comp) flo
 		kk = dots // not read
 	}
 	if hasAVX2 && n > 0 {
-		return mixScores2AVX2(&e0[0], &e1[0], &dots[0], &kk[0], n, qq, a.C, b.C, int(a.Term), int(b.Term), b.Rational)
+		return mixScores2AVX2(&e0[0], &e1[0], &dots[0], &kk[0], n, qq, a.C, b.C, int(a.Term), int(b.Term), b.Rational, hasAVX512)
 	}
 	m := float32(math.Inf(-1))
 	for i, d := range dots {
@@ -158,7 +159,7 @@ func MixCoefs2(d, g, dots []float32, qq float32, kk, cs []float32, b, a Comp) (g
 		if a.Rational {
 			ca = a.A
 		}
-		return mixCoefs2AVX2(&d[0], &g[0], &dots[0], &kk[0], csp, n, qq, b.C, ca, int(b.Term), int(a.Term), a.Rational)
+		return mixCoefs2AVX2(&d[0], &g[0], &dots[0], &kk[0], csp, n, qq, b.C, ca, int(b.Term), int(a.Term), a.Rational, hasAVX512)
 	}
 	var xb, sb, xa, sa [8]float32
 	for i, dot := range dots {

@@ -89,7 +89,7 @@ func distCoefsAVX2(dst, dots, kk, cs *float32, n int, qq, c float32, root bool) 
 func scoreGradSubAVX2(d, p, sub *float32, n int, delta float32) float32
 
 //go:noescape
-func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1 bool) float32
+func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1, wide bool) float32
 
 //go:noescape
 func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1, wide bool) (sum0, sum1 float32)
@@ -98,7 +98,7 @@ func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1, wide bool
 func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f float32, term int, rational, wide bool) (sg, sd float32)
 
 //go:noescape
-func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA bool) (gxb, sdb, gxa, sda float32)
+func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA, wide bool) (gxb, sdb, gxa, sda float32)
 
 //go:noescape
 func prefetchLines(x *float32, n int)

@@ -298,6 +298,47 @@ GLOBL vsign<>(SB), RODATA|NOPTR, $32
 	VMOVUPS     Y12, 32(SP) \
 	VMOVUPS     Y13, 64(SP)
 
+// ZTERMS2 forms, from the dot products in Z1 and the keys' squared norms in Z2 (Z4 = qq
+// broadcast, Z14 = 0), the squared distances in Z12 and the distances in Z13 (TERMS3's
+// roundings); the loops pick a component's term through the masks set by ZTERMMASKS.
+#define ZTERMS2 \
+	VADDPS      Z2, Z4, Z12 \
+	VFMADD231PS.BCST vneg2<>(SB), Z1, Z12 \
+	VMAXPS      Z12, Z14, Z12 \
+	VSQRTPS     Z12, Z13
+
+// ZSCALETERM sets dst = c·x with x the term of 32·term in R: c·Z13, then c·Z12 in the
+// lanes of ks (all when the term is the squared distance), then c·Z1 in those of kd (all
+// for the dot product).
+#define ZSCALETERM(c, ks, kd, dst) \
+	VMULPS Z13, c, dst \
+	VMULPS Z12, c, ks, dst \
+	VMULPS Z1, c, kd, dst
+
+// ZPICK sets dst to the term of 32·term in R: the distances Z13, the squared distances
+// Z12 in the lanes of ks (all for the squared distance), the dot products Z1 in those of
+// kd (all for the dot product).
+#define ZPICK(ks, kd, dst) \
+	VMOVAPS Z13, dst \
+	VMOVAPS Z12, ks, dst \
+	VMOVAPS Z1, kd, dst
+
+// ADDZ adds the low then the high eight lanes of z (y its low half) into the ymm
+// accumulator acc, as ADDHALVES does; t is a ymm scratch register.
+#define ADDZ(z, y, acc, t) \
+	VADDPS        y, acc, acc \
+	VEXTRACTF64X4 $1, z, t \
+	VADDPS        t, acc, acc
+
+// ZDISTDIV is DISTDIV on sixteen lanes: Z0 = Z0/(x + x), 0 where Z0 or x is 0 (Z5 = 0);
+// it doubles x and clobbers K4.
+#define ZDISTDIV(x) \
+	VCMPPS    $4, Z5, Z0, K4 \
+	VCMPPS    $4, Z5, x, K4, K4 \
+	VADDPS    x, x, x \
+	VDIVPS    x, Z0, Z0 \
+	VMOVAPS.Z Z0, K4, Z0
+
 // func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32
 // v[i] = exp(c·x[i] − shift) (the product and the difference each rounded), 0 where
 // c·x[i] − shift < C_lo or is NaN, into dst[i] (added to it if add), and returns Σ v[i]
@@ -1509,12 +1550,14 @@ snsum:
 	VZEROUPPER
 	RET
 
-// func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1 bool) float32
+// func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1, wide bool) float32
 // e0 = c0·x0 and e1 = c1·x1 with x0, x1 the terms t0, t1 (TERMS3's), and returns the
 // largest of both, NaN when one is NaN (scaleMaxAVX2's and sqDistScaleMaxAVX2's rules);
 // if rational1, e1 = 1/(1 + c1·x1) (recip1pAVX2's roundings) instead, out of the largest.
 // n > 0. The last n mod 8 elements go through masked loads and stores, the other lanes
-// −Inf for the maximum.
+// −Inf for the maximum. With wide (the CPU has AVX-512F), sixteen elements at a time go
+// through zmm registers, the last n mod 16 through the mask K2, with the same bits (the
+// largest by value: of a +0 and a −0 either may come back).
 TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-84
 	MOVQ         e0+0(FP), DI
 	MOVQ         e1+8(FP), R11
@@ -1536,6 +1579,102 @@ TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-84
 	VBROADCASTSS X7, Y7
 	VMOVAPS      Y7, Y11
 	VXORPS       Y3, Y3, Y3
+	MOVBLZX      wide+73(FP), R10
+	TESTQ        R10, R10
+	JZ           m2narrow
+	VBROADCASTSS qq+40(FP), Z4
+	VBROADCASTSS c0+44(FP), Z8
+	VBROADCASTSS c1+48(FP), Z10
+	VBROADCASTSS C_one, Z5
+	VBROADCASTSS X7, Z11
+	KXORW        K3, K3, K3 // the NaN lanes
+	KXORW        K5, K5, K5 // K5, K6: t0 is the squared distance, the dot product
+	KXORW        K6, K6, K6
+	KXORW        K7, K7, K7 // K7, K1: t1 is the squared distance, the dot product
+	KXORW        K1, K1, K1
+	KXNORW       K0, K0, K2 // all ones (K2 is set again for the tail)
+	CMPQ         R8, $32
+	JNE          m2zk6
+	KMOVW        K2, K5
+m2zk6:
+	TESTQ        R8, R8
+	JNZ          m2zk7
+	KMOVW        K2, K6
+m2zk7:
+	CMPQ         R12, $32
+	JNE          m2zk1
+	KMOVW        K2, K7
+m2zk1:
+	TESTQ        R12, R12
+	JNZ          m2zkdone
+	KMOVW        K2, K1
+m2zkdone:
+	MOVQ         CX, R10
+	SHRQ         $4, R10
+	JZ           m2ztail
+m2zloop:
+	VMOVUPS (SI), Z1
+	VMOVUPS (DX), Z2
+	ZTERMS2
+	ZSCALETERM(Z8, K5, K6, Z0)
+	VMOVUPS Z0, (DI)
+	VCMPPS  $3, Z0, Z0, K4
+	KORW    K4, K3, K3
+	VMAXPS  Z0, Z11, Z11
+	ZSCALETERM(Z10, K7, K1, Z0)
+	TESTQ   R13, R13
+	JNZ     m2zval
+	VMOVUPS Z0, (R11)
+	VCMPPS  $3, Z0, Z0, K4
+	KORW    K4, K3, K3
+	VMAXPS  Z0, Z11, Z11
+	JMP     m2znext
+m2zval:
+	VADDPS  Z5, Z0, Z0
+	VDIVPS  Z0, Z5, Z0
+	VMOVUPS Z0, (R11)
+m2znext:
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, DI
+	ADDQ    $64, R11
+	DECQ    R10
+	JNZ     m2zloop
+m2ztail:
+	ANDQ      $15, CX
+	JZ        m2zdone
+	MOVL      $1, AX
+	SHLL      CX, AX
+	DECL      AX
+	KMOVW     AX, K2
+	VMOVUPS.Z (SI), K2, Z1
+	VMOVUPS.Z (DX), K2, Z2
+	ZTERMS2
+	ZSCALETERM(Z8, K5, K6, Z0)
+	VMOVUPS   Z0, K2, (DI)
+	VCMPPS    $3, Z0, Z0, K2, K4
+	KORW      K4, K3, K3
+	VMAXPS    Z0, Z11, K2, Z11
+	ZSCALETERM(Z10, K7, K1, Z0)
+	TESTQ     R13, R13
+	JNZ       m2ztval
+	VMOVUPS   Z0, K2, (R11)
+	VCMPPS    $3, Z0, Z0, K2, K4
+	KORW      K4, K3, K3
+	VMAXPS    Z0, Z11, K2, Z11
+	JMP       m2zdone
+m2ztval:
+	VADDPS    Z5, Z0, Z0
+	VDIVPS    Z0, Z5, Z0
+	VMOVUPS   Z0, K2, (R11)
+m2zdone: // the largest of both halves, and the NaN lanes as the eight-lane loop keeps them
+	VEXTRACTF64X4 $1, Z11, Y0
+	VMAXPS        Y0, Y11, Y11
+	KORTESTW      K3, K3
+	JZ            m2done
+	VPCMPEQD      Y3, Y3, Y3
+	JMP           m2done
+m2narrow:
 	MOVQ         CX, R10
 	ANDQ         $7, R10
 	SHRQ         $3, CX
@@ -1958,13 +2097,15 @@ msdone:
 	VZEROUPPER
 	RET
 
-// func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA bool) (gxb, sdb, gxa, sda float32)
+// func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA, wide bool) (gxb, sdb, gxa, sda float32)
 // distCoefsAVX2(d, …, cb, tb) (linearCoefsAVX2(d, d, dots, …) for tb = 0), then
 // linearCoefsAVX2(d, g, x, cs, n, ca, ta, true), with the terms TERMS3 forms; if
 // rationalA, ratioGradAVX2(g, x, n, ca), addSumScaleAVX2(g, cs, n, −2) and addAVX2(d, g)
 // instead of the second (g is not written). Returns the calls' sums. n > 0; cs is not
 // read when both terms are 0. The last n mod 8 elements go through masked loads and
-// stores (the mask kept at 96(SP)), each call's tail as its own.
+// stores (the mask kept at 96(SP)), each call's tail as its own. With wide (the CPU has
+// AVX-512F), sixteen elements at a time go through zmm registers, the last n mod 16
+// through the mask K2, with the same bits.
 TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-104
 	MOVQ         d+0(FP), DI
 	MOVQ         gr+8(FP), R11
@@ -1989,6 +2130,171 @@ TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-104
 	VXORPS       Y9, Y9, Y9
 	VXORPS       Y11, Y11, Y11
 	VXORPS       Y15, Y15, Y15
+	MOVBLZX      wide+81(FP), R10
+	TESTQ        R10, R10
+	JZ           mcnarrow
+	VBROADCASTSS qq+48(FP), Z4
+	VBROADCASTSS cb+52(FP), Z8
+	VBROADCASTSS ca+56(FP), Z10
+	VBROADCASTSS X7, Z7
+	KXORW        K5, K5, K5 // K5, K6: tb is the squared distance, the dot product
+	KXORW        K6, K6, K6
+	KXORW        K7, K7, K7 // K7, K1: ta is the squared distance, the dot product
+	KXORW        K1, K1, K1
+	KXNORW       K0, K0, K2 // all ones (K2 is set again for the tail)
+	CMPQ         R8, $32
+	JNE          mczk6
+	KMOVW        K2, K5
+mczk6:
+	TESTQ        R8, R8
+	JNZ          mczk7
+	KMOVW        K2, K6
+mczk7:
+	CMPQ         R12, $32
+	JNE          mczk1
+	KMOVW        K2, K7
+mczk1:
+	TESTQ        R12, R12
+	JNZ          mczkdone
+	KMOVW        K2, K1
+mczkdone:
+	MOVQ         CX, R10
+	SHRQ         $4, R10
+	JZ           mcztail
+mczloop:
+	VMOVUPS (SI), Z1
+	VMOVUPS (DX), Z2
+	ZTERMS2
+	ZPICK(K5, K6, Z17)
+	ZPICK(K7, K1, Z18)
+	VMOVUPS (DI), Z0 // b: its score gradients in d
+	VMULPS  Z17, Z0, Z2
+	ADDZ(Z2, Y2, Y6, Y3)
+	VMULPS  Z8, Z0, Z0
+	TESTQ   R8, R8
+	JZ      mczbset
+	CMPQ    R8, $64
+	JNE     mczbsq
+	VMOVAPS Z17, Z19
+	ZDISTDIV(Z19)
+mczbsq:
+	ADDZ(Z0, Y0, Y9, Y3)
+	VADDPS  (BX), Z0, Z2
+	VMOVUPS Z2, (BX)
+	VMULPS  Z7, Z0, Z0
+mczbset:
+	VMOVAPS Z0, Z16 // b's coefficients, a's added below
+	TESTQ   R13, R13
+	JNZ     mczarat
+	VMOVUPS (R11), Z0 // a: its score gradients in g
+	VMULPS  Z18, Z0, Z2
+	ADDZ(Z2, Y2, Y11, Y3)
+	VMULPS  Z10, Z0, Z0
+	TESTQ   R12, R12
+	JZ      mczaadd
+	CMPQ    R12, $64
+	JNE     mczasq
+	VMOVAPS Z18, Z19
+	ZDISTDIV(Z19)
+mczasq:
+	ADDZ(Z0, Y0, Y15, Y3)
+	VADDPS  (BX), Z0, Z2
+	VMOVUPS Z2, (BX)
+	VMULPS  Z7, Z0, Z0
+	JMP     mczaadd
+mczarat:
+	VMOVUPS (R11), Z0
+	VADDPS  Z10, Z18, Z2
+	VDIVPS  Z2, Z0, Z0
+	VMULPS  Z18, Z0, Z3
+	ADDZ(Z3, Y3, Y11, Y2)
+	VPXORD.BCST vsign<>(SB), Z0, Z0
+	ADDZ(Z0, Y0, Y15, Y3)
+	VADDPS  (BX), Z0, Z2
+	VMOVUPS Z2, (BX)
+	VMULPS  Z7, Z0, Z0
+mczaadd:
+	VADDPS  Z16, Z0, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ    $64, SI
+	ADDQ    $64, DX
+	ADDQ    $64, DI
+	ADDQ    $64, R11
+	ADDQ    $64, BX
+	DECQ    R10
+	JNZ     mczloop
+mcztail: // the last n mod 16 through the mask K2, their lanes zeroed before the sums
+	ANDQ      $15, CX
+	JZ        mcdone
+	MOVL      $1, AX
+	SHLL      CX, AX
+	DECL      AX
+	KMOVW     AX, K2
+	VMOVUPS.Z (SI), K2, Z1
+	VMOVUPS.Z (DX), K2, Z2
+	ZTERMS2
+	ZPICK(K5, K6, Z17)
+	ZPICK(K7, K1, Z18)
+	VMOVUPS.Z (DI), K2, Z0
+	VMULPS    Z17, Z0, Z2
+	VMOVAPS.Z Z2, K2, Z2
+	ADDZ(Z2, Y2, Y6, Y3)
+	VMULPS    Z8, Z0, Z0
+	TESTQ     R8, R8
+	JZ        mcztbset
+	CMPQ      R8, $64
+	JNE       mcztbsq
+	VMOVAPS   Z17, Z19
+	ZDISTDIV(Z19)
+mcztbsq:
+	VMOVAPS.Z Z0, K2, Z0
+	ADDZ(Z0, Y0, Y9, Y3)
+	VMOVUPS.Z (BX), K2, Z2
+	VADDPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K2, (BX)
+	VMULPS    Z7, Z0, Z0
+mcztbset:
+	VMOVAPS.Z Z0, K2, Z16
+	TESTQ     R13, R13
+	JNZ       mcztarat
+	VMOVUPS.Z (R11), K2, Z0
+	VMULPS    Z18, Z0, Z2
+	VMOVAPS.Z Z2, K2, Z2
+	ADDZ(Z2, Y2, Y11, Y3)
+	VMULPS    Z10, Z0, Z0
+	TESTQ     R12, R12
+	JZ        mcztaadd
+	CMPQ      R12, $64
+	JNE       mcztasq
+	VMOVAPS   Z18, Z19
+	ZDISTDIV(Z19)
+mcztasq:
+	VMOVAPS.Z Z0, K2, Z0
+	ADDZ(Z0, Y0, Y15, Y3)
+	VMOVUPS.Z (BX), K2, Z2
+	VADDPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K2, (BX)
+	VMULPS    Z7, Z0, Z0
+	JMP       mcztaadd
+mcztarat:
+	VMOVUPS.Z (R11), K2, Z0
+	VADDPS    Z10, Z18, Z2
+	VDIVPS    Z2, Z0, Z0
+	VMULPS    Z18, Z0, Z3
+	VMOVAPS.Z Z3, K2, Z3
+	ADDZ(Z3, Y3, Y11, Y2)
+	VPXORD.BCST vsign<>(SB), Z0, Z0
+	VMOVAPS.Z Z0, K2, Z0
+	ADDZ(Z0, Y0, Y15, Y3)
+	VMOVUPS.Z (BX), K2, Z2
+	VADDPS    Z2, Z0, Z2
+	VMOVUPS   Z2, K2, (BX)
+	VMULPS    Z7, Z0, Z0
+mcztaadd:
+	VADDPS    Z16, Z0, Z0
+	VMOVUPS   Z0, K2, (DI)
+	JMP       mcdone
+mcnarrow:
 	MOVQ         CX, R10
 	ANDQ         $7, R10
 	SHRQ         $3, CX
