@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/layers/internal/compact"
 	"github.com/locusml/locus/onnx"
 )
 
@@ -112,20 +113,8 @@ func (Epanechnikov) PairValues32(k, x []float32, h float32) {
 	}
 }
 
-// PairGrads32 is PairGrads in float32, in place: zero outside the support.
+// PairGrads32 is PairGrads in float32, in place: zero outside the support (the products
+// summed in eight float32 lanes, package compact's loop).
 func (Epanechnikov) PairGrads32(g, x []float32, h float32) float64 {
-	var gh float64
-	hh := h * h
-	x = x[:len(g)]
-	for j, v := range g {
-		den := hh - x[j]
-		if v == 0 || den <= 0 {
-			g[j] = 0
-			continue
-		}
-		f := v / den
-		gh += float64(f * x[j])
-		g[j] = -f
-	}
-	return 2 * gh / float64(h)
+	return 2 * float64(compact.EpanechnikovGrads(g, x, h*h)) / float64(h)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/layers/internal/compact"
 	"github.com/locusml/locus/onnx"
 )
 
@@ -129,36 +130,12 @@ func (Tricube) PairScores32(s, r []float32, h float32) {
 
 // PairValues32 sets k = (1 − (r / h)³)³, 0 outside the support, from the distances r
 // (autodiff.DirectPairKernel32; k may be r).
-func (Tricube) PairValues32(k, r []float32, h float32) {
-	k = k[:len(r)]
-	c := 1 / h
-	for j, v := range r {
-		u := v * c
-		if u >= 1 {
-			k[j] = 0
-			continue
-		}
-		w := 1 - u*u*u
-		k[j] = w * w * w
-	}
-}
+func (Tricube) PairValues32(k, r []float32, h float32) { compact.TricubeValues(k, r, 1/h) }
 
 // PairGrads32 sets g = g·∂s/∂r = −9g·u² / (h(1 − u³)), u = r / h, and returns
-// Σ g·∂s/∂h = Σ 9g·u³ / (h(1 − u³)): zero outside the support.
+// Σ g·∂s/∂h = Σ 9g·u³ / (h(1 − u³)): zero outside the support (the products summed in
+// eight float32 lanes, package compact's loops).
 func (Tricube) PairGrads32(g, r []float32, h float32) float64 {
-	var gh float64
 	ih := 1 / h
-	r = r[:len(g)]
-	for j, v := range g {
-		u := r[j] * ih
-		if v == 0 || u >= 1 {
-			g[j] = 0
-			continue
-		}
-		u2 := u * u
-		f := 9 * v * u2 / (1 - u2*u)
-		gh += float64(f * u)
-		g[j] = -f * ih
-	}
-	return gh * float64(ih)
+	return float64(compact.TricubeGrads(g, r, ih)) * float64(ih)
 }
