@@ -12,7 +12,9 @@
 # kernel|bandwidth). PAIRED=1 runs the exponential kernel right before each configuration
 # and reports the median of the per-pair ratios and their range instead, for differences
 # smaller than the drift between rounds. Needs awk; a path the CPU lacks runs the best it has
-# (LOCUS_CPU=avx512 on an AVX2-only machine runs the AVX2 kernels).
+# (LOCUS_CPU=avx512 on an AVX2-only machine runs the AVX2 kernels). On a machine whose load
+# comes in bursts, BenchmarkKernelsAlternating (kernels_bench_test.go) measures the same
+# ratios within one process, far steadier.
 set -e
 dir=$(mktemp -d /tmp/locus-kernels-XXXX)
 bin=$dir/locus
