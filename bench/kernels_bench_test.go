@@ -2,7 +2,6 @@ package bench
 
 import (
 	"testing"
-	"time"
 
 	"github.com/locusml/locus/layers"
 )
@@ -40,7 +39,7 @@ var kernelCases = []struct {
 func BenchmarkKernelsAlternating(b *testing.B) {
 	for _, c := range kernelCases {
 		b.Run(c.name, func(b *testing.B) {
-			const steps, block, skip = 32, 16, 2
+			const steps = 32
 			var ws [2]*Workload
 			for i, s := range []Shape{{}, {Kernel: c.kernel, Bandwidth: c.bw}} {
 				w, err := NewShaped("charlm", 0, steps, s)
@@ -49,28 +48,7 @@ func BenchmarkKernelsAlternating(b *testing.B) {
 				}
 				ws[i] = w
 			}
-			var all [2][]float64
-			var ratios []float64
-			i := 0
-			for b.Loop() {
-				var meds [2]float64
-				for v, w := range ws {
-					t := make([]float64, 0, block)
-					for k := range block {
-						t0 := time.Now()
-						if _, _, err := w.Step((i*block + k) % steps); err != nil {
-							b.Fatal(err)
-						}
-						if k >= skip {
-							t = append(t, float64(time.Since(t0).Nanoseconds())/1e6)
-						}
-					}
-					meds[v] = median(t)
-					all[v] = append(all[v], t...)
-				}
-				ratios = append(ratios, meds[1]/meds[0])
-				i++
-			}
+			all, ratios := alternateBlocks(b, ws, steps)
 			b.ReportMetric(median(all[0]), "exp-ms")
 			b.ReportMetric(median(all[1]), "kernel-ms")
 			b.ReportMetric(median(ratios), "kernel/exp")
