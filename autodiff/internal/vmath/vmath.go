@@ -2,7 +2,9 @@
 // gradient, sigmoid), element-wise (ReLU, Add, the MSE loss and gradient) and the steps
 // of a softmax (max, exp-and-sum, scale), as AVX2/FMA assembly on amd64 CPUs that have
 // it (and that LOCUS_CPU allows) and plain Go elsewhere, for the fused ops of package
-// autodiff.
+// autodiff. The fused mixture loops (MixScores2, ExpShiftSum2, MixShare, MixCoefs2) also
+// run sixteen lanes at a time where the CPU has AVX-512F and LOCUS_CPU allows it, with
+// the AVX2 loops' bits.
 package vmath
 
 import "math"

@@ -11,9 +11,8 @@ package compact
 func TricubeValues(k, r []float32, c float32) {
 	n := len(k)
 	r = r[:n]
-	done := 0
-	if hasAVX2 && n >= 8 {
-		done = n &^ 7
+	done := vectorPart(n)
+	if done > 0 {
 		tricubeValuesAVX2(&k[0], &r[0], done, c)
 	}
 	for j := done; j < n; j++ {
@@ -35,9 +34,8 @@ func TricubeGrads(g, r []float32, ih float32) float32 {
 	n := len(g)
 	r = r[:n]
 	var s [8]float32
-	done := 0
-	if hasAVX2 && n >= 8 {
-		done = n &^ 7
+	done := vectorPart(n)
+	if done > 0 {
 		tricubeGradsAVX2(&g[0], &r[0], done, ih, &s)
 	}
 	for j := done; j < n; j++ {
@@ -62,9 +60,8 @@ func EpanechnikovGrads(g, x []float32, hh float32) float32 {
 	n := len(g)
 	x = x[:n]
 	var s [8]float32
-	done := 0
-	if hasAVX2 && n >= 8 {
-		done = n &^ 7
+	done := vectorPart(n)
+	if done > 0 {
 		epanechnikovGradsAVX2(&g[0], &x[0], done, hh, &s)
 	}
 	for j := done; j < n; j++ {
@@ -78,6 +75,15 @@ func EpanechnikovGrads(g, x []float32, hh float32) float32 {
 		g[j] = -f
 	}
 	return lanes8(&s)
+}
+
+// vectorPart returns how many of n elements the AVX2 loops take: the whole vectors of
+// eight, or none without AVX2; the Go loops take the rest.
+func vectorPart(n int) int {
+	if !hasAVX2 {
+		return 0
+	}
+	return n &^ 7
 }
 
 // lanes8 adds the eight lanes: j + 4, then j + 2, then j + 1.
