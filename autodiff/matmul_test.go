@@ -58,22 +58,34 @@ func runGradsWith(t *testing.T, dt Dtype, params, inputs map[string]*tensor.Dens
 	m, byName := newTestModel(t, dt, params, names, f, 5)
 	ps := m.Params()
 	var res *Result
-	for range 2 { // the second run checks that reused buffers give the same answer
+	var first map[string][]float64
+	for run := range 2 { // the second run checks that reused buffers give the same answer
 		ps.ZeroGrad()
 		var err error
 		if res, err = m.Run(in, RunMode{Backward: true}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	grads := map[string][]float64{}
-	for n, p := range byName {
-		v := make([]float64, p.Size())
-		for i := range v {
-			v[i] = p.GradAt(i)
+		grads := map[string][]float64{}
+		for n, p := range byName {
+			v := make([]float64, p.Size())
+			for i := range v {
+				v[i] = p.GradAt(i)
+			}
+			grads[n] = v
 		}
-		grads[n] = v
+		if run == 0 {
+			first = grads
+			continue
+		}
+		for n, v := range grads {
+			for i, x := range v {
+				if y := first[n][i]; x != y && !(math.IsNaN(x) && math.IsNaN(y)) {
+					t.Fatalf("%v: gradient of %s[%d] is %g on a second run, %g on the first: a buffer kept a stale value", dt, n, i, x, y)
+				}
+			}
+		}
 	}
-	return res.Loss, grads
+	return res.Loss, first
 }
 
 // checkFloat32 compares f's float32 loss and gradients (the fast kernels) with float64.

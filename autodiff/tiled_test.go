@@ -214,6 +214,8 @@ var tiledCases = []tiledCase{
 	{name: "gaussWindowRows", kern: testGauss{}, b: 1, h: 2, tq: 90, tk: 90, mask: Mask{Window: 20}, rows: true, hval: 1.7},
 	{name: "gaussPadHollow", kern: testGauss{}, b: 2, h: 1, tq: 66, tk: 66, mask: Mask{Hollow: true}, keyPad: true, hval: 1.2},
 	{name: "epanOffset", kern: testEpan{}, b: 1, h: 2, tq: 5, tk: 70, mask: Mask{Causal: true, Offset: 65}, hval: 3},
+	// More queries than keys: the queries from 22 on see none, rows 32–63 a whole block.
+	{name: "expWindowPastKeys", kern: testExp{}, b: 1, h: 2, tq: 70, tk: 20, mask: Mask{Window: 3}, hval: 2},
 	{name: "expWindowBeyondSequence", kern: testExp{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Window: 1000}, hval: 2},
 	{name: "gaussCausalHollow", kern: testGauss{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true, Hollow: true}, hval: 1.5},
 	{name: "epanCausal", kern: testEpan{}, b: 1, h: 1, tq: 70, tk: 70, mask: Mask{Causal: true}, rows: true, hval: 2.5},
