@@ -160,12 +160,12 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 				if needQK {
 					mm(false, false, r1-r0, chi-clo, d.d, 1, pr.q[r0*d.lq:], d.lq, (*kt)[clo:], ldt, 0, dh[r0*d.tk+clo:], d.tk)
 				}
-				for t := r0; t < r1; t++ {
-					var drow []T
-					if lo, hi, _ := k.mask.visible(t, d.tk); needQK && min(hi, chi) > max(lo, clo) {
-						drow = dh[t*d.tk+max(lo, clo) : t*d.tk+min(hi, chi)]
+				if bw, ok := rw.(blockRows[T]); ok {
+					bw.weightsBlock(&pr, ph, dh, r0, r1, clo, chi)
+				} else {
+					for t := r0; t < r1; t++ {
+						rw.weights(&pr, ph[t*d.tk:(t+1)*d.tk], visibleDots(k.mask, dh, d.tk, t, clo, chi), t, clo, chi)
 					}
-					rw.weights(&pr, ph[t*d.tk:(t+1)*d.tk], drow, t, clo, chi)
 				}
 				mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, pr.v[clo*d.lv:], d.lv, 0, op[r0*d.lv:], d.lv)
 			}
@@ -232,7 +232,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		rw := rows()
 		c := make([]T, rowBlock*d.tk)
-		rs := make([]float64, rowBlock)
+		rs, deltas := make([]float64, rowBlock), make([]float64, rowBlock)
 		ldt := headStride(d.tk)
 		var vt *[]T // the problem's Vᵀ, [dv, ldt]: dm·vᵀ reads it in place
 		if needScores {
@@ -276,24 +276,29 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 					continue
 				}
 				mm(false, false, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, (*vt)[clo:], ldt, 0, c, w) // dm·vᵀ
+				// Each row's δ, and 0 outside its visible keys.
 				for i := range rb {
 					t := r0 + i
 					crow := c[i*w : (i+1)*w]
-					rs[i] = 0
-					lo, hi, _ := k.mask.visible(t, d.tk)
-					lo, hi = max(lo, clo), min(hi, chi)
+					lo, hi := visibleKeys(k.mask, t, d.tk, clo, chi)
 					if hi <= lo {
 						clear(crow)
 						continue
 					}
 					clear(crow[:lo-clo])
 					clear(crow[hi-clo:])
-					var drow []T
-					if needQK {
-						drow = dh[t*d.tk+lo : t*d.tk+hi]
+					deltas[i] = dot64(dmp[t*d.lv:t*d.lv+d.dv], op[t*d.lv:t*d.lv+d.dv])
+				}
+				if bw, ok := rw.(blockRows[T]); ok {
+					bw.coefsBlock(&pr, c, ph, dh, deltas, rs, r0, r1, clo, chi, pi)
+				} else {
+					for i := range rb {
+						t := r0 + i
+						rs[i] = 0
+						if lo, hi := visibleKeys(k.mask, t, d.tk, clo, chi); hi > lo {
+							rs[i] = rw.coefs(&pr, c[i*w+lo-clo:i*w+hi-clo], ph[t*d.tk+lo:t*d.tk+hi], visibleDots(k.mask, dh, d.tk, t, clo, chi), deltas[i], t, lo, hi, pi)
+						}
 					}
-					delta := dot64(dmp[t*d.lv:t*d.lv+d.dv], op[t*d.lv:t*d.lv+d.dv])
-					rs[i] = rw.coefs(&pr, crow[lo-clo:hi-clo], ph[t*d.tk+lo:t*d.tk+hi], drow, delta, t, lo, hi, pi)
 				}
 				if !needQK {
 					continue

@@ -23,8 +23,8 @@ func cpuTime() time.Duration {
 // BenchmarkKernelAttention runs causal attention forward and backward at one charlm
 // layer's shape (batch 32, 4 heads of d_head 16, T = 64, [B, T, H·d] layout, float32):
 // the standard fused Attention against KernelAttention with the exponential, Gaussian and
-// Epanechnikov kernels (fixed bandwidth) and the Gaussian kernel with per-head
-// bandwidths, and TiledLocalMean with the Gaussian kernel; cpu-ms/op is the CPU time per
+// Epanechnikov kernels (fixed bandwidth), the Gaussian kernel with per-head bandwidths
+// and a mixture of the exponential and Laplacian kernels, and TiledLocalMean with the Gaussian kernel; cpu-ms/op is the CPU time per
 // pass (the machine is shared).
 func BenchmarkKernelAttention(b *testing.B) {
 	const batch, heads, dh, T = 32, 4, 16, 64
@@ -54,6 +54,11 @@ func BenchmarkKernelAttention(b *testing.B) {
 			o := opt
 			o.Bandwidth = g.ConstTensor([]int{heads}, []float64{3, 4, 5, 6})
 			return g.KernelAttention(testGauss{}, q, k, v, o)
+		}},
+		{"mix(exp,laplace)", func(g *Graph, q, k, v *Node) *Node {
+			o := opt
+			o.KernelParams = g.ConstTensor([]int{2}, []float64{0.3, -0.2})
+			return g.KernelAttention(testMix{testExp{}, testLaplace{}}, q, k, v, o)
 		}},
 		{"gauss/tiled", func(g *Graph, q, k, v *Node) *Node { return g.TiledLocalMean(testGauss{}, q, k, v, opt) }},
 	}

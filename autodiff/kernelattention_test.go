@@ -3,9 +3,12 @@ package autodiff
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"gorgonia.org/tensor"
+
+	"github.com/locusml/locus/autodiff/internal/gemm"
 )
 
 // TestKernelAttentionMatchesReference checks KernelAttention's forward pass, on both
@@ -260,5 +263,99 @@ func TestKernelAttentionErrors(t *testing.T) {
 	}
 	if msg := g.Err().Error(); msg != "KernelAttention: bandwidth (3), want [1], [2] or [2, 3]" {
 		t.Fatalf("error %q", msg)
+	}
+}
+
+// perRow hides a row evaluator's block methods: kattnForward and kattnBackward then
+// take its rows one at a time.
+type perRow[T float] struct{ pairRows[T] }
+
+// TestKernelAttentionBlockRows checks that the mixtures' row blocks (weightsBlock and
+// coefsBlock, pass by pass) give the float32 weights, shifts, outputs and gradients of
+// every input, bit for bit, that their rows one at a time give.
+func TestKernelAttentionBlockRows(t *testing.T) {
+	ran := 0
+	for _, c := range tiledCases {
+		if mixComponents(c.kern) == nil {
+			continue
+		}
+		params, inputs := c.tensors(11)
+		g := NewGraph(Float32, false, 1)
+		p := map[string]*Node{}
+		for _, m := range []map[string]*tensor.Dense{params, inputs} {
+			for name, x := range m {
+				p[name] = g.ConstTensor(x.Shape(), x.Float64s())
+			}
+		}
+		opt := TiledOptions{Bandwidth: p["h"], RelBias: p["bias"], KeyMask: p["km"], KernelParams: p["theta"], Heads: c.h, Mask: c.mask}
+		spec, nodes, ok := g.pairInputs("KernelAttention", c.kern, p["q"], p["k"], p["v"], opt)
+		if !ok {
+			t.Fatalf("%s: %v", c.name, g.Err())
+		}
+		in := make([]*tensor.Dense, len(nodes))
+		for i, n := range nodes {
+			in[i] = n.n.Value().(*tensor.Dense)
+		}
+		k := &kernelAttention{pairSpec: spec}
+		d := k.dims(in)
+		out := newDense(Float32, tensor.Shape{d.n, d.tq, d.dv})
+		if err := k.forward(in, out); err != nil {
+			t.Fatal(err)
+		}
+		want := [][]float32{append([]float32(nil), k.p32...), append([]float32(nil), out.Float32s()...)}
+		shift, inv := append([]float64(nil), k.mixShift...), append([]float64(nil), k.mixInv...)
+		one := func(rows func() pairRows[float32]) func() pairRows[float32] {
+			return func() pairRows[float32] { return perRow[float32]{rows()} }
+		}
+		got := make([]float32, len(want[1]))
+		kattnForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, got, one(k.rowsOf32(d, nil)))
+		sameBits32(t, c.name+" weights", k.p32, want[0])
+		sameBits32(t, c.name+" outputs", got, want[1])
+		sameBits64(t, c.name+" shifts", k.mixShift, shift)
+		sameBits64(t, c.name+" factors", k.mixInv, inv)
+
+		rng := rand.New(rand.NewPCG(12, 13))
+		gout := make([]float32, len(got))
+		for i := range gout {
+			gout[i] = float32(rng.NormFloat64())
+		}
+		var grads [2][]*tensor.Dense
+		for v, block := range []bool{true, false} {
+			grads[v] = gradBuffers(nil, in)
+			gr := tiledInputs[float32](&k.pairSpec, grads[v])
+			acc := k.newAcc(d, gr.h != nil, gr.bias != nil, gr.theta != nil)
+			rows := k.rowsOf32(d, acc)
+			if !block {
+				rows = one(rows)
+			}
+			kattnBackward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, got, gout, gr, acc, rows)
+		}
+		for i := range in {
+			if k.floatInputs()[i] {
+				sameBits32(t, fmt.Sprintf("%s gradient of input %d", c.name, i), grads[1][i].Float32s(), grads[0][i].Float32s())
+			}
+		}
+		ran++
+	}
+	if ran < 7 {
+		t.Fatalf("%d mixture cases, want at least 7", ran)
+	}
+}
+
+func sameBits32(t *testing.T, name string, got, want []float32) {
+	t.Helper()
+	for i, w := range want {
+		if g := got[i]; math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+			t.Fatalf("%s [%d]: %g one row at a time, %g by blocks", name, i, g, w)
+		}
+	}
+}
+
+func sameBits64(t *testing.T, name string, got, want []float64) {
+	t.Helper()
+	for i, w := range want {
+		if g := got[i]; math.Float64bits(g) != math.Float64bits(w) && !(g != g && w != w) {
+			t.Fatalf("%s [%d]: %g one row at a time, %g by blocks", name, i, g, w)
+		}
 	}
 }

@@ -79,6 +79,19 @@ type rowsMix32 struct {
 	pi     int       // the forward pass's problem
 	sum    float32   // the row's values' sum, formed with them by values
 	sumOK  bool      // sum holds (every component of scores)
+	// With pair, weightsBlock's rows between its passes: their states, and the second
+	// component's row of each, [rowBlock·Tk].
+	block []mixRow
+	e1    []float32
+}
+
+// mixRow is a row of weightsBlock between its passes.
+type mixRow struct {
+	lo, hi int     // its visible keys
+	m      float32 // its shift
+	sum    float32 // its values' sum
+	sumOK  bool    // sum holds
+	done   bool    // nothing more to do: no key seen, or a NaN
 }
 
 // newRowsMix32 returns a worker's rows for the mixture of k; shift and inv hold the op's
@@ -105,6 +118,9 @@ func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, 
 	if len(r.comps) == 2 && r.rest >= 0 && r.comps[r.rest].linearTerm() {
 		o := &r.comps[1-r.rest]
 		r.pair = o.linearTerm() || o.rat != nil
+	}
+	if r.pair {
+		r.block, r.e1 = make([]mixRow, rowBlock), make([]float32, rowBlock*d.tk)
 	}
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
@@ -249,23 +265,51 @@ func rowShift(m float32) (float32, bool) {
 
 // pairValues is values for the two components of r.pair when the row hides no key:
 // their log-scores (a rational component's values) and the largest in one pass
-// (MixScores2), the row's values in another (ExpShiftSum2, with the sum of the
-// exponentials when both components are linear), the same results as the separate
-// loops. A rational component goes second.
+// (pairScores), the row's values in another (pairExps), the same results as the
+// separate loops.
 func (r *rowsMix32) pairValues(dst, drow []float32, h float32, t, c0, n int) (float32, bool) {
-	a, b := &r.comps[0], &r.comps[1]
-	if a.rat != nil {
-		a, b = b, a
-	}
-	qq, kk := r.rowNorms(t, c0)
-	m := vmath.MixScores2(dst[:n], b.e[:n], drow[:n], qq, kk, a.comp(h), b.comp(h))
-	if b.rat != nil {
-		m = max(m, 0) // NaN stays
-	}
-	m, ok := rowShift(m)
+	e1 := r.pairSecond().e[:n]
+	m, ok := r.pairScores(dst[:n], e1, drow, h, t, c0)
 	if !ok {
 		return m, false
 	}
+	r.sum, r.sumOK = r.pairExps(dst[:n], e1, m, t)
+	return m, true
+}
+
+// pairFirst and pairSecond are r.pair's components in the order of the fused loops: a
+// rational component goes second.
+func (r *rowsMix32) pairFirst() *mixComp {
+	if r.comps[0].rat != nil {
+		return &r.comps[1]
+	}
+	return &r.comps[0]
+}
+
+func (r *rowsMix32) pairSecond() *mixComp {
+	if r.comps[0].rat != nil {
+		return &r.comps[0]
+	}
+	return &r.comps[1]
+}
+
+// pairScores sets dst and e1 (of the same length) to the two components' log-scores (a
+// rational component's values) of query t and the keys from c0, from their dot
+// products drow, in one pass (MixScores2), and returns the row's shift m (rowShift's).
+func (r *rowsMix32) pairScores(dst, e1, drow []float32, h float32, t, c0 int) (float32, bool) {
+	a, b := r.pairFirst(), r.pairSecond()
+	qq, kk := r.rowNorms(t, c0)
+	m := vmath.MixScores2(dst, e1, drow[:len(dst)], qq, kk, a.comp(h), b.comp(h))
+	if b.rat != nil {
+		m = max(m, 0) // NaN stays
+	}
+	return rowShift(m)
+}
+
+// pairExps turns pairScores's rows at shift m into the row's values in dst in one pass
+// (ExpShiftSum2), and returns their sum, which holds (ok) when both components are linear.
+func (r *rowsMix32) pairExps(dst, e1 []float32, m float32, t int) (sum float32, ok bool) {
+	a, b := r.pairFirst(), r.pairSecond()
 	s1 := float32(float64(m) - b.lw)
 	if b.rat != nil { // its values' factor w·exp(−m)
 		e := vmath.Exp32(-m)
@@ -274,9 +318,8 @@ func (r *rowsMix32) pairValues(dst, drow []float32, h float32, t, c0, n int) (fl
 		}
 		s1 = b.w * e
 	}
-	s0, sum1 := vmath.ExpShiftSum2(dst[:n], b.e[:n], float32(float64(m)-a.lw), s1, b.rat != nil)
-	r.sum, r.sumOK = s0+sum1, b.rat == nil
-	return m, true
+	s0, sum1 := vmath.ExpShiftSum2(dst, e1, float32(float64(m)-a.lw), s1, b.rat != nil)
+	return s0 + sum1, b.rat == nil
 }
 
 // rowNorms returns query t's squared norm and the keys' from c0 (nil without distances).
@@ -288,9 +331,8 @@ func (r *rowsMix32) rowNorms(t, c0 int) (float32, []float32) {
 }
 
 func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, chi int) {
-	k := r.k
 	i := r.pi*r.d.tq + t
-	lo, hi, self, ok := visibleRow(k.mask, row, t, clo, chi)
+	lo, hi, self, ok := visibleRow(r.k.mask, row, t, clo, chi)
 	if !ok {
 		r.shift[i] = math.Inf(-1)
 		return
@@ -302,12 +344,20 @@ func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, c
 		r.shift[i] = math.NaN()
 		return
 	}
+	r.normalise(pr, w, m, r.sum, r.sumOK, t, lo)
+}
+
+// normalise turns query t's values w (of the keys from lo) at shift m into its weights
+// and keeps its shift and factor; sum is their sum when sumOK (no bias then multiplies
+// them).
+func (r *rowsMix32) normalise(pr *problem[float32], w []float32, m, sum32 float32, sumOK bool, t, lo int) {
+	i := r.pi*r.d.tq + t
 	var sum float64
-	if pr.bias == nil && r.sumOK { // the sum of the exponentials that values formed
-		sum = normaliseBy32(w, float64(r.sum))
+	if pr.bias == nil && sumOK { // the sum of the exponentials that values formed
+		sum = normaliseBy32(w, float64(sum32))
 	} else {
 		if pr.bias != nil {
-			mulBias(k, w, r.eb, t, lo)
+			mulBias(r.k, w, r.eb, t, lo)
 		}
 		sum = normaliseValues32(w)
 	}
@@ -318,6 +368,51 @@ func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, c
 		r.shift[i] = math.Inf(-1)
 	default:
 		r.shift[i], r.inv[i] = float64(m), float64(float32(1/sum))
+	}
+}
+
+// weightsBlock is weights for the queries r0..r1−1 (their rows of ph, the problem's
+// weights, and dh its dot products): with r.pair and rows that hide no key, in three
+// passes over the rows, scores (pairScores), values (pairExps) and weights (normalise),
+// so that the rows' independent chains of work overlap; the same results as weights.
+func (r *rowsMix32) weightsBlock(pr *problem[float32], ph, dh []float32, r0, r1, clo, chi int) {
+	tk := r.d.tk
+	if !r.pair || pr.km != nil || r.k.mask.Hollow {
+		for t := r0; t < r1; t++ {
+			r.weights(pr, ph[t*tk:(t+1)*tk], visibleDots(r.k.mask, dh, tk, t, clo, chi), t, clo, chi)
+		}
+		return
+	}
+	rows := r.block[:r1-r0]
+	for j := range rows {
+		t, st := r0+j, &rows[j]
+		row := ph[t*tk : (t+1)*tk]
+		i := r.pi*r.d.tq + t
+		st.done = true
+		lo, hi, _, ok := visibleRow(r.k.mask, row, t, clo, chi)
+		if !ok {
+			r.shift[i] = math.Inf(-1)
+			continue
+		}
+		m, ok := r.pairScores(row[lo:hi], r.e1[j*tk:j*tk+hi-lo], dh[t*tk+lo:t*tk+hi], float32(pr.bandwidth(t)), t, lo)
+		if !ok {
+			fillNaN(row[lo:hi])
+			r.shift[i] = math.NaN()
+			continue
+		}
+		st.lo, st.hi, st.m, st.done = lo, hi, m, false
+	}
+	for j := range rows {
+		if st := &rows[j]; !st.done {
+			t := r0 + j
+			st.sum, st.sumOK = r.pairExps(ph[t*tk+st.lo:t*tk+st.hi], r.e1[j*tk:j*tk+st.hi-st.lo], st.m, t)
+		}
+	}
+	for j := range rows {
+		if st := &rows[j]; !st.done {
+			t := r0 + j
+			r.normalise(pr, ph[t*tk+st.lo:t*tk+st.hi], st.m, st.sum, st.sumOK, t, st.lo)
+		}
 	}
 }
 
@@ -478,12 +573,25 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 
 // pairCoefs is coefs for the two components of r.pair when the row hides no key and has
 // no bias: the other component's share of the score gradients and the row's own, less
-// it, for r.rest (MixShare), then both components' coefficients (MixCoefs2), each in one
-// pass, the same results as the separate loops; false (nothing done) when a rational
+// it, for r.rest (pairShare), then both components' coefficients (pairFinish), each in
+// one pass, the same results as the separate loops; false (nothing done) when a rational
 // component's factor overflows float32 (share forms it from the scores then).
 func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64, h float32, t, lo, n, pi int) (float64, bool) {
-	oi := 1 - r.rest
-	a, b := &r.comps[oi], &r.comps[r.rest]
+	g := r.comps[1-r.rest].g[:n]
+	sa, sg, ok := r.pairShare(g, cv, prow, drow, shift, z, delta, h, t, lo, pi)
+	if !ok {
+		return 0, false
+	}
+	return r.pairFinish(cv, g, drow, sa, sg, h, t, lo, pi), true
+}
+
+// pairShare sets g to the score gradients of the component other than r.rest and cv to
+// the row's less them, from the products cv = dm·vᵀ, the weights prow, the dot products
+// drow and the row's shift, factor z and δ (MixShare), and returns Σ g and the row's Σ of
+// score gradients; false (nothing done) when a rational component's factor overflows
+// float32.
+func (r *rowsMix32) pairShare(g, cv, prow, drow []float32, shift, z, delta float64, h float32, t, lo, pi int) (sa, sg float32, ok bool) {
+	a := &r.comps[1-r.rest]
 	f, sh := float32(z), float32(shift-a.lw)
 	if a.rat != nil { // its share is z·w·exp(−shift) times its values
 		var e float64
@@ -494,18 +602,28 @@ func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64,
 		}
 		fv := z * float64(a.w) * e
 		if fv > math.MaxFloat32 {
-			return 0, false
+			return 0, 0, false
 		}
 		f, sh = float32(fv), 0
 	}
+	qq, kk := r.rowNorms(t, lo)
+	sa, sg = vmath.MixShare(g, cv, prow, drow, qq, kk, a.comp(h), sh, float32(delta), f)
+	return sa, sg, true
+}
+
+// pairFinish turns pairShare's score gradients, cv of r.rest and g of the other, into
+// the coefficients of the row's dot products in cv (MixCoefs2); it adds the parameter
+// gradients into the pass's pairAcc and returns the row's Σ_s ∂L/∂d²_ts.
+func (r *rowsMix32) pairFinish(cv, g, drow []float32, sa, sg float32, h float32, t, lo, pi int) float64 {
+	oi := 1 - r.rest
+	a, b := &r.comps[oi], &r.comps[r.rest]
+	n := len(cv)
 	qq, kk := r.rowNorms(t, lo)
 	var cs []float32
 	if r.k.useDist {
 		cs = r.cs[lo : lo+n]
 	}
-	la, lb := a.comp(h), b.comp(h)
-	sa, sg := vmath.MixShare(a.g[:n], cv, prow, drow, qq, kk, la, sh, float32(delta), f)
-	gxb, sdb, gxa, sda := vmath.MixCoefs2(cv, a.g[:n], drow, qq, kk, cs, lb, la)
+	gxb, sdb, gxa, sda := vmath.MixCoefs2(cv, g, drow, qq, kk, cs, b.comp(h), a.comp(h))
 	r.sums[oi], r.sums[r.rest] = sa, sg-sa
 	if r.acc.thetaParts != nil { // ∂L/∂θ_l = Σ g_l − w_l·Σ gs
 		th := r.acc.thetaParts[pi*2:]
@@ -518,7 +636,56 @@ func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64,
 		_, dfb := b.factor(h)
 		r.acc.hRows[pi*r.d.tq+t] += float64(gxb)*dfb + float64(gxa)*dfa
 	}
-	return float64(sdb) + float64(sda), true
+	return float64(sdb) + float64(sda)
+}
+
+// coefsBlock is coefs for the queries r0..r1−1 of a row block whose visible keys lie in
+// [clo, chi): c holds their products dm·vᵀ, rows of width chi − clo (0 outside each
+// row's visible keys), ph and dh the problem's weights and dot products, deltas their
+// δ; it sets rs[i] to row r0+i's Σ_s ∂L/∂d²_ts. With r.pair and rows that hide no key
+// and have no bias, in two passes over the rows (pairShare, then pairFinish); the same
+// results as coefs.
+func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas, rs []float64, r0, r1, clo, chi, pi int) {
+	tk, w := r.d.tk, chi-clo
+	pass := r.pair && pr.km == nil && pr.bias == nil && r.acc.biasParts == nil && !r.k.mask.Hollow && r.inv != nil
+	if !pass {
+		for j := range r1 - r0 {
+			t := r0 + j
+			rs[j] = 0
+			if lo, hi := visibleKeys(r.k.mask, t, tk, clo, chi); hi > lo {
+				rs[j] = r.coefs(pr, c[j*w+lo-clo:j*w+hi-clo], ph[t*tk+lo:t*tk+hi], visibleDots(r.k.mask, dh, tk, t, clo, chi), deltas[j], t, lo, hi, pi)
+			}
+		}
+		return
+	}
+	rows := r.block[:r1-r0]
+	for j := range rows {
+		t, st := r0+j, &rows[j]
+		st.done, rs[j] = true, 0
+		lo, hi := visibleKeys(r.k.mask, t, tk, clo, chi)
+		if hi <= lo {
+			continue
+		}
+		cv, prow, drow := c[j*w+lo-clo:j*w+hi-clo], ph[t*tk+lo:t*tk+hi], dh[t*tk+lo:t*tk+hi]
+		shift := r.shift[pi*r.d.tq+t]
+		if math.IsInf(shift, 0) || math.IsNaN(shift) {
+			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
+			continue
+		}
+		sa, sg, ok := r.pairShare(r.e1[j*tk:j*tk+hi-lo], cv, prow, drow, shift, r.inv[pi*r.d.tq+t], deltas[j], float32(pr.bandwidth(t)), t, lo, pi)
+		if !ok {
+			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
+			continue
+		}
+		st.lo, st.hi, st.m, st.sum, st.done = lo, hi, sa, sg, false
+	}
+	for j := range rows {
+		if st := &rows[j]; !st.done {
+			t := r0 + j
+			cv := c[j*w+st.lo-clo : j*w+st.hi-clo]
+			rs[j] = r.pairFinish(cv, r.e1[j*tk:j*tk+st.hi-st.lo], dh[t*tk+st.lo:t*tk+st.hi], st.m, st.sum, float32(pr.bandwidth(t)), t, st.lo, pi)
+		}
+	}
 }
 
 func (r *rowsMix32) endGrads(pr *problem[float32], dk []float32) {

@@ -233,6 +233,34 @@ type pairRows[T float] interface {
 	endGrads(pr *problem[T], dk []T)
 }
 
+// blockRows is a pairRows that evaluates a block of rows (queries r0..r1−1, whose
+// visible keys lie in [clo, chi)) at once, pass by pass: ph holds the problem's weights
+// [Tq, Tk] and dh its dot products (nil without them).
+type blockRows[T float] interface {
+	weightsBlock(pr *problem[T], ph, dh []T, r0, r1, clo, chi int)
+	// coefsBlock is coefs for the block's rows: c holds their products dm·vᵀ, rows of
+	// width chi − clo, 0 outside each row's visible keys, and deltas their δ; it sets
+	// rs[i] to row r0+i's Σ_s ∂L/∂d²_ts.
+	coefsBlock(pr *problem[T], c, ph, dh []T, deltas, rs []float64, r0, r1, clo, chi, pi int)
+}
+
+// visibleKeys returns the keys [lo, hi) that query t sees among tk in [clo, chi)
+// (hi <= lo: none).
+func visibleKeys(m Mask, t, tk, clo, chi int) (lo, hi int) {
+	lo, hi, _ = m.visible(t, tk)
+	return max(lo, clo), min(hi, chi)
+}
+
+// visibleDots returns the dot products dh[t, lo:hi] of query t with the keys it sees in
+// [clo, chi), nil when it sees none or dh is nil.
+func visibleDots[T float](m Mask, dh []T, tk, t, clo, chi int) []T {
+	lo, hi := visibleKeys(m, t, tk, clo, chi)
+	if dh == nil || hi <= lo {
+		return nil
+	}
+	return dh[t*tk+lo : t*tk+hi]
+}
+
 // rows64 evaluates rows in float64 through PairKernel (or ParamPairKernel, or
 // DirectPairKernel).
 type rows64[T float] struct {

@@ -233,6 +233,11 @@ var tiledCases = []tiledCase{
 	// the same with the query itself hidden.
 	{name: "mixLaplaceExpCausal", kern: testMix{testLaplace{}, testExp{}}, b: 2, h: 2, tq: 50, tk: 50, mask: Mask{Causal: true}, hval: 1.6},
 	{name: "mixExpLaplaceCausalHollowRows", kern: testMix{testExp{}, testLaplace{}}, b: 1, h: 2, tq: 45, tk: 45, mask: Mask{Causal: true, Hollow: true}, rows: true, hval: 1.9},
+	// The same fused loops on KernelAttention's row blocks: a window, per-query and
+	// per-head bandwidths, a decoding offset, and queries that see no key.
+	{name: "mixExpLaplaceWindowRows", kern: testMix{testExp{}, testLaplace{}}, b: 1, h: 2, tq: 70, tk: 70, mask: Mask{Window: 20}, rows: true, hval: 1.7},
+	{name: "mixLaplaceExpOffsetHeads", kern: testMix{testLaplace{}, testExp{}}, b: 2, h: 2, tq: 6, tk: 70, mask: Mask{Causal: true, Offset: 64}, perHead: true, hval: 2},
+	{name: "mixExpLaplaceWindowPastKeys", kern: testMix{testExp{}, testLaplace{}}, b: 1, h: 1, tq: 70, tk: 20, mask: Mask{Window: 3}, hval: 2},
 }
 
 func (c tiledCase) tensors(seed uint64) (params, inputs map[string]*tensor.Dense) {
