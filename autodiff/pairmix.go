@@ -269,7 +269,8 @@ func rowShift(m float32) (float32, bool) {
 // separate loops.
 func (r *rowsMix32) pairValues(dst, drow []float32, h float32, t, c0, n int) (float32, bool) {
 	e1 := r.pairSecond().e[:n]
-	m, ok := r.pairScores(dst[:n], e1, drow, h, t, c0)
+	la, lb := r.pairComps(h)
+	m, ok := r.pairScores(dst[:n], e1, drow, la, lb, t, c0)
 	if !ok {
 		return m, false
 	}
@@ -293,13 +294,20 @@ func (r *rowsMix32) pairSecond() *mixComp {
 	return &r.comps[1]
 }
 
+// pairComps returns the vector loops' forms of r.pair's components at bandwidth h, in
+// pairFirst's and pairSecond's order.
+func (r *rowsMix32) pairComps(h float32) (vmath.Comp, vmath.Comp) {
+	return r.pairFirst().comp(h), r.pairSecond().comp(h)
+}
+
 // pairScores sets dst and e1 (of the same length) to the two components' log-scores (a
 // rational component's values) of query t and the keys from c0, from their dot
-// products drow, in one pass (MixScores2), and returns the row's shift m (rowShift's).
-func (r *rowsMix32) pairScores(dst, e1, drow []float32, h float32, t, c0 int) (float32, bool) {
-	a, b := r.pairFirst(), r.pairSecond()
+// products drow, in one pass (MixScores2), and returns the row's shift m (rowShift's);
+// la and lb are pairComps's at the query's bandwidth.
+func (r *rowsMix32) pairScores(dst, e1, drow []float32, la, lb vmath.Comp, t, c0 int) (float32, bool) {
+	b := r.pairSecond()
 	qq, kk := r.rowNorms(t, c0)
-	m := vmath.MixScores2(dst, e1, drow[:len(dst)], qq, kk, a.comp(h), b.comp(h))
+	m := vmath.MixScores2(dst, e1, drow[:len(dst)], qq, kk, la, lb)
 	if b.rat != nil {
 		m = max(m, 0) // NaN stays
 	}
@@ -384,9 +392,15 @@ func (r *rowsMix32) weightsBlock(pr *problem[float32], ph, dh []float32, r0, r1,
 		return
 	}
 	rows := r.block[:r1-r0]
+	h := float32(pr.bandwidth(r0))
+	la, lb := r.pairComps(h)
 	for j := range rows {
 		t, st := r0+j, &rows[j]
 		row := ph[t*tk : (t+1)*tk]
+		if pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) { // a bandwidth per query
+			h = float32(pr.h[t])
+			la, lb = r.pairComps(h)
+		}
 		i := r.pi*r.d.tq + t
 		st.done = true
 		lo, hi, _, ok := visibleRow(r.k.mask, row, t, clo, chi)
@@ -394,7 +408,7 @@ func (r *rowsMix32) weightsBlock(pr *problem[float32], ph, dh []float32, r0, r1,
 			r.shift[i] = math.Inf(-1)
 			continue
 		}
-		m, ok := r.pairScores(row[lo:hi], r.e1[j*tk:j*tk+hi-lo], dh[t*tk+lo:t*tk+hi], float32(pr.bandwidth(t)), t, lo)
+		m, ok := r.pairScores(row[lo:hi], r.e1[j*tk:j*tk+hi-lo], dh[t*tk+lo:t*tk+hi], la, lb, t, lo)
 		if !ok {
 			fillNaN(row[lo:hi])
 			r.shift[i] = math.NaN()
@@ -578,19 +592,26 @@ func (r *rowsMix32) coefs(pr *problem[float32], cv, prow, drow []float32, delta 
 // component's factor overflows float32 (share forms it from the scores then).
 func (r *rowsMix32) pairCoefs(cv, prow, drow []float32, shift, z, delta float64, h float32, t, lo, n, pi int) (float64, bool) {
 	g := r.comps[1-r.rest].g[:n]
-	sa, sg, ok := r.pairShare(g, cv, prow, drow, shift, z, delta, h, t, lo, pi)
+	la, lb := r.restComps(h)
+	sa, sg, ok := r.pairShare(g, cv, prow, drow, shift, z, delta, la, t, lo, pi)
 	if !ok {
 		return 0, false
 	}
-	return r.pairFinish(cv, g, drow, sa, sg, h, t, lo, pi), true
+	return r.pairFinish(cv, g, drow, sa, sg, la, lb, h, t, lo, pi), true
+}
+
+// restComps returns the vector loops' forms at bandwidth h of r.pair's component other
+// than r.rest and of r.rest.
+func (r *rowsMix32) restComps(h float32) (vmath.Comp, vmath.Comp) {
+	return r.comps[1-r.rest].comp(h), r.comps[r.rest].comp(h)
 }
 
 // pairShare sets g to the score gradients of the component other than r.rest and cv to
 // the row's less them, from the products cv = dm·vᵀ, the weights prow, the dot products
 // drow and the row's shift, factor z and δ (MixShare), and returns Σ g and the row's Σ of
 // score gradients; false (nothing done) when a rational component's factor overflows
-// float32.
-func (r *rowsMix32) pairShare(g, cv, prow, drow []float32, shift, z, delta float64, h float32, t, lo, pi int) (sa, sg float32, ok bool) {
+// float32. la is the component's restComps form at the query's bandwidth.
+func (r *rowsMix32) pairShare(g, cv, prow, drow []float32, shift, z, delta float64, la vmath.Comp, t, lo, pi int) (sa, sg float32, ok bool) {
 	a := &r.comps[1-r.rest]
 	f, sh := float32(z), float32(shift-a.lw)
 	if a.rat != nil { // its share is z·w·exp(−shift) times its values
@@ -607,14 +628,15 @@ func (r *rowsMix32) pairShare(g, cv, prow, drow []float32, shift, z, delta float
 		f, sh = float32(fv), 0
 	}
 	qq, kk := r.rowNorms(t, lo)
-	sa, sg = vmath.MixShare(g, cv, prow, drow, qq, kk, a.comp(h), sh, float32(delta), f)
+	sa, sg = vmath.MixShare(g, cv, prow, drow, qq, kk, la, sh, float32(delta), f)
 	return sa, sg, true
 }
 
 // pairFinish turns pairShare's score gradients, cv of r.rest and g of the other, into
 // the coefficients of the row's dot products in cv (MixCoefs2); it adds the parameter
-// gradients into the pass's pairAcc and returns the row's Σ_s ∂L/∂d²_ts.
-func (r *rowsMix32) pairFinish(cv, g, drow []float32, sa, sg float32, h float32, t, lo, pi int) float64 {
+// gradients into the pass's pairAcc and returns the row's Σ_s ∂L/∂d²_ts; la and lb are
+// restComps's at the query's bandwidth h.
+func (r *rowsMix32) pairFinish(cv, g, drow []float32, sa, sg float32, la, lb vmath.Comp, h float32, t, lo, pi int) float64 {
 	oi := 1 - r.rest
 	a, b := &r.comps[oi], &r.comps[r.rest]
 	n := len(cv)
@@ -623,7 +645,7 @@ func (r *rowsMix32) pairFinish(cv, g, drow []float32, sa, sg float32, h float32,
 	if r.k.useDist {
 		cs = r.cs[lo : lo+n]
 	}
-	gxb, sdb, gxa, sda := vmath.MixCoefs2(cv, g, drow, qq, kk, cs, b.comp(h), a.comp(h))
+	gxb, sdb, gxa, sda := vmath.MixCoefs2(cv, g, drow, qq, kk, cs, lb, la)
 	r.sums[oi], r.sums[r.rest] = sa, sg-sa
 	if r.acc.thetaParts != nil { // ∂L/∂θ_l = Σ g_l − w_l·Σ gs
 		th := r.acc.thetaParts[pi*2:]
@@ -659,6 +681,9 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 		return
 	}
 	rows := r.block[:r1-r0]
+	h0 := float32(pr.bandwidth(r0))
+	la0, lb0 := r.restComps(h0) // the block's, unless each query has its bandwidth
+	h, la := h0, la0
 	for j := range rows {
 		t, st := r0+j, &rows[j]
 		st.done, rs[j] = true, 0
@@ -672,7 +697,11 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
 			continue
 		}
-		sa, sg, ok := r.pairShare(r.e1[j*tk:j*tk+hi-lo], cv, prow, drow, shift, r.inv[pi*r.d.tq+t], deltas[j], float32(pr.bandwidth(t)), t, lo, pi)
+		if pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) { // a bandwidth per query
+			h = float32(pr.h[t])
+			la, _ = r.restComps(h)
+		}
+		sa, sg, ok := r.pairShare(r.e1[j*tk:j*tk+hi-lo], cv, prow, drow, shift, r.inv[pi*r.d.tq+t], deltas[j], la, t, lo, pi)
 		if !ok {
 			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
 			continue
@@ -682,8 +711,13 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 	for j := range rows {
 		if st := &rows[j]; !st.done {
 			t := r0 + j
+			h, la, lb := h0, la0, lb0
+			if pr.h != nil {
+				h = float32(pr.bandwidth(t))
+				la, lb = r.restComps(h)
+			}
 			cv := c[j*w+st.lo-clo : j*w+st.hi-clo]
-			rs[j] = r.pairFinish(cv, r.e1[j*tk:j*tk+st.hi-st.lo], dh[t*tk+st.lo:t*tk+st.hi], st.m, st.sum, float32(pr.bandwidth(t)), t, st.lo, pi)
+			rs[j] = r.pairFinish(cv, r.e1[j*tk:j*tk+st.hi-st.lo], dh[t*tk+st.lo:t*tk+st.hi], st.m, st.sum, la, lb, h, t, st.lo, pi)
 		}
 	}
 }
