@@ -76,13 +76,18 @@ func ScaleTo(dst, x []float32, a float32) {
 
 // ScaleFlush sets x[i] = a·x[i], and 0 where that is below the smallest normal float32
 // 2⁻¹²⁶ (negative values included; a NaN stays NaN): weights normalised by their sum,
-// with Softmax's rule for the smallest.
+// with Softmax's rule for the smallest. The same result on every path (with AVX-512,
+// sixteen elements at a time and a masked tail).
 func ScaleFlush(x []float32, a float32) {
 	n := 0
-	if hasAVX2 {
+	switch {
+	case hasAVX2 && hasAVX512 && len(x) > 0:
+		scaleFlushAVX2(&x[0], len(x), a, true)
+		return
+	case hasAVX2:
 		n = len(x) &^ 7
 		if n > 0 {
-			scaleFlushAVX2(&x[0], n, a)
+			scaleFlushAVX2(&x[0], n, a, false)
 		}
 	}
 	for i := n; i < len(x); i++ {

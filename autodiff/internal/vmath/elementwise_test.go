@@ -107,7 +107,7 @@ func TestSqDiffSumSameOnEveryPath(t *testing.T) {
 func TestMaxScaleShift(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	negNaN := math.Float32frombits(0xffc00000) // the NaN x86 arithmetic makes
-	for _, n := range []int{0, 1, 7, 8, 9, 16, 17, 130} {
+	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 130} {
 		for _, special := range []float32{0, float32(math.NaN()), negNaN, float32(math.Inf(1)), float32(math.Inf(-1))} {
 			for _, at := range []int{0, n / 2, n - 1} {
 				x := make([]float32, n)
@@ -160,24 +160,30 @@ func TestMaxScaleShift(t *testing.T) {
 				t.Fatalf("n=%d, AVX2 %v: Shift: y[%d] = %v, want %v", n, avx && old, i, y[i], want[i])
 			}
 		}
+		for i := 5; i < n; i += 16 { // a NaN in every vector stays
+			x[i] = float32(math.NaN())
+		}
 		for i, v := range x {
 			want[i] = 1e-38 * v
 			if want[i] < 0x1p-126 {
 				want[i] = 0
 			}
 		}
-		for _, avx := range []bool{true, false} {
-			y := append([]float32(nil), x...)
-			old := hasAVX2
-			setAVX2(avx && old)
-			ScaleFlush(y, 1e-38)
-			setAVX2(old)
-			for i := range y {
-				if math.Float32bits(y[i]) != math.Float32bits(want[i]) && !(y[i] != y[i] && want[i] != want[i]) {
-					t.Fatalf("n=%d, AVX2 %v: ScaleFlush: y[%d] = %v, want %v", n, avx && old, i, y[i], want[i])
+		onEachPath(func(avx bool) {
+			y := append(append([]float32(nil), x...), 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5)
+			ScaleFlush(y[:n], 1e-38)
+			for i, v := range y[n:] {
+				if v != 5 {
+					t.Fatalf("n=%d, AVX2 %v, AVX-512 %v: ScaleFlush wrote y[%d] = %v past the slice", n, avx, hasAVX512, n+i, v)
 				}
 			}
-		}
+			y = y[:n]
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(want[i]) && !(y[i] != y[i] && want[i] != want[i]) {
+					t.Fatalf("n=%d, AVX2 %v, AVX-512 %v: ScaleFlush: y[%d] = %v, want %v", n, avx, hasAVX512, i, y[i], want[i])
+				}
+			}
+		})
 	}
 }
 

@@ -50,7 +50,7 @@ func scaleToAVX2(dst, x *float32, n int, a float32)
 func shiftAVX2(x *float32, n int, a float32)
 
 //go:noescape
-func scaleFlushAVX2(x *float32, n int, a float32)
+func scaleFlushAVX2(x *float32, n int, a float32, wide bool)
 
 //go:noescape
 func addAVX2(dst, x *float32, n int)

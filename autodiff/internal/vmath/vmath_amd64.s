@@ -1130,15 +1130,20 @@ sloop:
 	VZEROUPPER
 	RET
 
-// func scaleFlushAVX2(x *float32, n int, a float32)
+// func scaleFlushAVX2(x *float32, n int, a float32, wide bool)
 // x[i] = a·x[i], 0 where that is below 2⁻¹²⁶ (an ordered comparison: a NaN stays); n is
-// a positive multiple of 8.
-TEXT ·scaleFlushAVX2(SB), NOSPLIT, $0-20
-	MOVQ x+0(FP), SI
-	MOVQ n+8(FP), CX
+// a positive multiple of 8. With wide (the CPU has AVX-512F), any n > 0: sixteen elements
+// at a time through zmm registers, the last n mod 16 through the mask K2, with the same
+// bits.
+TEXT ·scaleFlushAVX2(SB), NOSPLIT, $0-21
+	MOVQ    x+0(FP), SI
+	MOVQ    n+8(FP), CX
+	MOVL    $0x00800000, AX // 2⁻¹²⁶
+	MOVBLZX wide+20(FP), R10
+	TESTQ   R10, R10
+	JNZ     sfwide
 	VBROADCASTSS a+16(FP), Y1
-	MOVL $0x00800000, AX // 2⁻¹²⁶
-	MOVL AX, X2
+	MOVL    AX, X2
 	VBROADCASTSS X2, Y2
 sfloop:
 	VMULPS (SI), Y1, Y0
@@ -1148,6 +1153,35 @@ sfloop:
 	ADDQ $32, SI
 	SUBQ $8, CX
 	JNZ  sfloop
+	VZEROUPPER
+	RET
+sfwide:
+	VBROADCASTSS a+16(FP), Z1
+	VPBROADCASTD AX, Z2
+	MOVQ    CX, R10
+	SHRQ    $4, R10
+	JZ      sfztail
+sfzloop:
+	VMULPS    (SI), Z1, Z0
+	VCMPPS    $5, Z2, Z0, K3 // not a·x < 2⁻¹²⁶: at least that, or NaN
+	VMOVAPS.Z Z0, K3, Z0
+	VMOVUPS   Z0, (SI)
+	ADDQ      $64, SI
+	DECQ      R10
+	JNZ       sfzloop
+sfztail:
+	ANDQ      $15, CX
+	JZ        sfzdone
+	MOVL      $1, AX
+	SHLL      CX, AX
+	DECL      AX
+	KMOVW     AX, K2
+	VMOVUPS.Z (SI), K2, Z0
+	VMULPS    Z0, Z1, Z0
+	VCMPPS    $5, Z2, Z0, K3
+	VMOVAPS.Z Z0, K3, Z0
+	VMOVUPS   Z0, K2, (SI)
+sfzdone:
 	VZEROUPPER
 	RET
 

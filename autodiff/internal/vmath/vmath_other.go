@@ -17,11 +17,11 @@ func reluGradAVX2(x, gr, dx *float32, n int)             { panic("vmath: no AVX2
 func scaledDiffAVX2(p, t, d *float32, n int, c float64)  { panic("vmath: no AVX2") }
 func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64) { panic("vmath: no AVX2") }
 
-func maxAVX2(x *float32, n int, m *[8]float32) bool { panic("vmath: no AVX2") }
-func scaleToAVX2(dst, x *float32, n int, a float32) { panic("vmath: no AVX2") }
-func shiftAVX2(x *float32, n int, a float32)        { panic("vmath: no AVX2") }
-func scaleFlushAVX2(x *float32, n int, a float32)   { panic("vmath: no AVX2") }
-func addAVX2(dst, x *float32, n int)                { panic("vmath: no AVX2") }
+func maxAVX2(x *float32, n int, m *[8]float32) bool          { panic("vmath: no AVX2") }
+func scaleToAVX2(dst, x *float32, n int, a float32)          { panic("vmath: no AVX2") }
+func shiftAVX2(x *float32, n int, a float32)                 { panic("vmath: no AVX2") }
+func scaleFlushAVX2(x *float32, n int, a float32, wide bool) { panic("vmath: no AVX2") }
+func addAVX2(dst, x *float32, n int)                         { panic("vmath: no AVX2") }
 
 func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32) { panic("vmath: no AVX2") }
 
