@@ -85,6 +85,10 @@ type rowsMix32 struct {
 	e1    []float32
 }
 
+// rowsMix32 takes KernelAttention's row blocks whole (kattnForward and kattnBackward
+// assert blockRows of their row evaluators).
+var _ blockRows[float32] = (*rowsMix32)(nil)
+
 // mixRow is a row of weightsBlock between its passes.
 type mixRow struct {
 	lo, hi int     // its visible keys
