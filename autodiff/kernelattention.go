@@ -129,6 +129,7 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 	needQK := k.useDot || k.useDist
 	parallelFor(d.n, d.tq*d.tk*(d.d+d.dv+8), func(plo, phi int) {
 		rw := rows()
+		bw, byBlock := rw.(blockRows[T])
 		ldt := headStride(d.tk)
 		var kt *[]T // the problem's Kᵀ, [d, ldt]: the dot products read it in place
 		if needQK {
@@ -160,7 +161,7 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 				if needQK {
 					mm(false, false, r1-r0, chi-clo, d.d, 1, pr.q[r0*d.lq:], d.lq, (*kt)[clo:], ldt, 0, dh[r0*d.tk+clo:], d.tk)
 				}
-				if bw, ok := rw.(blockRows[T]); ok {
+				if byBlock {
 					bw.weightsBlock(&pr, ph, dh, r0, r1, clo, chi)
 				} else {
 					for t := r0; t < r1; t++ {
@@ -231,6 +232,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 	needScores := needQK || acc.hRows != nil || acc.biasParts != nil || acc.thetaParts != nil
 	parallelFor(d.n, d.tq*d.tk*(2*d.d+2*d.dv+8), func(plo, phi int) {
 		rw := rows()
+		bw, byBlock := rw.(blockRows[T])
 		c := make([]T, rowBlock*d.tk)
 		rs, deltas := make([]float64, rowBlock), make([]float64, rowBlock)
 		ldt := headStride(d.tk)
@@ -289,7 +291,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 					clear(crow[hi-clo:])
 					deltas[i] = dot64(dmp[t*d.lv:t*d.lv+d.dv], op[t*d.lv:t*d.lv+d.dv])
 				}
-				if bw, ok := rw.(blockRows[T]); ok {
+				if byBlock {
 					bw.coefsBlock(&pr, c, ph, dh, deltas, rs, r0, r1, clo, chi, pi)
 				} else {
 					for i := range rb {

@@ -79,8 +79,9 @@ type rowsMix32 struct {
 	pi     int       // the forward pass's problem
 	sum    float32   // the row's values' sum, formed with them by values
 	sumOK  bool      // sum holds (every component of scores)
-	// With pair, weightsBlock's rows between its passes: their states, and the second
-	// component's row of each, [rowBlock·Tk].
+	// With pair, the rows of a block between weightsBlock's or coefsBlock's passes: their
+	// states, and a row of each [rowBlock·Tk], the second component's log-scores (forward)
+	// or the other component's score gradients (backward).
 	block []mixRow
 	e1    []float32
 }
@@ -89,13 +90,14 @@ type rowsMix32 struct {
 // assert blockRows of their row evaluators).
 var _ blockRows[float32] = (*rowsMix32)(nil)
 
-// mixRow is a row of weightsBlock between its passes.
+// mixRow is a row of weightsBlock or coefsBlock between their passes.
 type mixRow struct {
 	lo, hi int     // its visible keys
-	m      float32 // its shift
-	sum    float32 // its values' sum
-	sumOK  bool    // sum holds
-	done   bool    // nothing more to do: no key seen, or a NaN
+	m      float32 // weightsBlock: its shift
+	sum    float32 // weightsBlock: its values' sum
+	sumOK  bool    // weightsBlock: sum holds
+	sa, sg float32 // coefsBlock: Σ of the other component's score gradients, and of the row's
+	done   bool    // nothing more to do: no key seen, a NaN, or done one row at a time
 }
 
 // newRowsMix32 returns a worker's rows for the mixture of k; shift and inv hold the op's
@@ -710,7 +712,7 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
 			continue
 		}
-		st.lo, st.hi, st.m, st.sum, st.done = lo, hi, sa, sg, false
+		st.lo, st.hi, st.sa, st.sg, st.done = lo, hi, sa, sg, false
 	}
 	for j := range rows {
 		if st := &rows[j]; !st.done {
@@ -721,7 +723,7 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 				la, lb = r.restComps(h)
 			}
 			cv := c[j*w+st.lo-clo : j*w+st.hi-clo]
-			rs[j] = r.pairFinish(cv, r.e1[j*tk:j*tk+st.hi-st.lo], dh[t*tk+st.lo:t*tk+st.hi], st.m, st.sum, la, lb, h, t, st.lo, pi)
+			rs[j] = r.pairFinish(cv, r.e1[j*tk:j*tk+st.hi-st.lo], dh[t*tk+st.lo:t*tk+st.hi], st.sa, st.sg, la, lb, h, t, st.lo, pi)
 		}
 	}
 }
