@@ -164,9 +164,7 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 				if byBlock {
 					bw.weightsBlock(&pr, ph, dh, r0, r1, clo, chi)
 				} else {
-					for t := r0; t < r1; t++ {
-						rw.weights(&pr, ph[t*d.tk:(t+1)*d.tk], visibleDots(k.mask, dh, d.tk, t, clo, chi), t, clo, chi)
-					}
+					weightRows(rw, k.mask, &pr, ph, dh, d.tk, r0, r1, clo, chi)
 				}
 				mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, pr.v[clo*d.lv:], d.lv, 0, op[r0*d.lv:], d.lv)
 			}
@@ -294,13 +292,7 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 				if byBlock {
 					bw.coefsBlock(&pr, c, ph, dh, deltas, rs, r0, r1, clo, chi, pi)
 				} else {
-					for i := range rb {
-						t := r0 + i
-						rs[i] = 0
-						if lo, hi := visibleKeys(k.mask, t, d.tk, clo, chi); hi > lo {
-							rs[i] = rw.coefs(&pr, c[i*w+lo-clo:i*w+hi-clo], ph[t*d.tk+lo:t*d.tk+hi], visibleDots(k.mask, dh, d.tk, t, clo, chi), deltas[i], t, lo, hi, pi)
-						}
-					}
+					coefRows(rw, k.mask, &pr, c, ph, dh, deltas, rs, d.tk, r0, r1, clo, chi, pi)
 				}
 				if !needQK {
 					continue

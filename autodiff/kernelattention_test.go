@@ -309,10 +309,10 @@ func TestKernelAttentionBlockRows(t *testing.T) {
 		}
 		got := make([]float32, len(want[1]))
 		kattnForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), k.p32, k.dots32, got, one(k.rowsOf32(d, nil)))
-		sameBits32(t, c.name+" weights", k.p32, want[0])
-		sameBits32(t, c.name+" outputs", got, want[1])
-		sameBits64(t, c.name+" shifts", k.mixShift, shift)
-		sameBits64(t, c.name+" factors", k.mixInv, inv)
+		sameBits(t, c.name+" weights", k.p32, want[0])
+		sameBits(t, c.name+" outputs", got, want[1])
+		sameBits(t, c.name+" shifts", k.mixShift, shift)
+		sameBits(t, c.name+" factors", k.mixInv, inv)
 
 		rng := rand.New(rand.NewPCG(12, 13))
 		gout := make([]float32, len(got))
@@ -332,7 +332,7 @@ func TestKernelAttentionBlockRows(t *testing.T) {
 		}
 		for i := range in {
 			if k.floatInputs()[i] {
-				sameBits32(t, fmt.Sprintf("%s gradient of input %d", c.name, i), grads[1][i].Float32s(), grads[0][i].Float32s())
+				sameBits(t, fmt.Sprintf("%s gradient of input %d", c.name, i), grads[1][i].Float32s(), grads[0][i].Float32s())
 			}
 		}
 		ran++
@@ -342,20 +342,13 @@ func TestKernelAttentionBlockRows(t *testing.T) {
 	}
 }
 
-func sameBits32(t *testing.T, name string, got, want []float32) {
+// sameBits fails t at the first value of got that differs from want's bit for bit, any
+// NaN matching any NaN (float32 values compare through float64, which keeps every bit).
+func sameBits[T float](t *testing.T, name string, got, want []T) {
 	t.Helper()
 	for i, w := range want {
-		if g := got[i]; math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
-			t.Fatalf("%s [%d]: %g one row at a time, %g by blocks", name, i, g, w)
-		}
-	}
-}
-
-func sameBits64(t *testing.T, name string, got, want []float64) {
-	t.Helper()
-	for i, w := range want {
-		if g := got[i]; math.Float64bits(g) != math.Float64bits(w) && !(g != g && w != w) {
-			t.Fatalf("%s [%d]: %g one row at a time, %g by blocks", name, i, g, w)
+		if g := got[i]; math.Float64bits(float64(g)) != math.Float64bits(float64(w)) && !(g != g && w != w) {
+			t.Fatalf("%s [%d]: %g, %g by blocks", name, i, g, w)
 		}
 	}
 }

@@ -392,9 +392,7 @@ func (r *rowsMix32) normalise(pr *problem[float32], w []float32, m, sum32 float3
 func (r *rowsMix32) weightsBlock(pr *problem[float32], ph, dh []float32, r0, r1, clo, chi int) {
 	tk := r.d.tk
 	if !r.pair || pr.km != nil || r.k.mask.Hollow {
-		for t := r0; t < r1; t++ {
-			r.weights(pr, ph[t*tk:(t+1)*tk], visibleDots(r.k.mask, dh, tk, t, clo, chi), t, clo, chi)
-		}
+		weightRows(r, r.k.mask, pr, ph, dh, tk, r0, r1, clo, chi)
 		return
 	}
 	rows := r.block[:r1-r0]
@@ -677,13 +675,7 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 	tk, w := r.d.tk, chi-clo
 	pass := r.pair && pr.km == nil && pr.bias == nil && r.acc.biasParts == nil && !r.k.mask.Hollow && r.inv != nil
 	if !pass {
-		for j := range r1 - r0 {
-			t := r0 + j
-			rs[j] = 0
-			if lo, hi := visibleKeys(r.k.mask, t, tk, clo, chi); hi > lo {
-				rs[j] = r.coefs(pr, c[j*w+lo-clo:j*w+hi-clo], ph[t*tk+lo:t*tk+hi], visibleDots(r.k.mask, dh, tk, t, clo, chi), deltas[j], t, lo, hi, pi)
-			}
-		}
+		coefRows(r, r.k.mask, pr, c, ph, dh, deltas, rs, tk, r0, r1, clo, chi, pi)
 		return
 	}
 	rows := r.block[:r1-r0]

@@ -261,6 +261,27 @@ func visibleDots[T float](m Mask, dh []T, tk, t, clo, chi int) []T {
 	return dh[t*tk+lo : t*tk+hi]
 }
 
+// weightRows is pairRows.weights for the queries r0..r1−1 of a row block, one at a time
+// (blockRows.weightsBlock's arguments).
+func weightRows[T float](rw pairRows[T], m Mask, pr *problem[T], ph, dh []T, tk, r0, r1, clo, chi int) {
+	for t := r0; t < r1; t++ {
+		rw.weights(pr, ph[t*tk:(t+1)*tk], visibleDots(m, dh, tk, t, clo, chi), t, clo, chi)
+	}
+}
+
+// coefRows is pairRows.coefs for the queries r0..r1−1 of a row block, one at a time
+// (blockRows.coefsBlock's arguments); rs[i] is 0 for a row that sees no key.
+func coefRows[T float](rw pairRows[T], m Mask, pr *problem[T], c, ph, dh []T, deltas, rs []float64, tk, r0, r1, clo, chi, pi int) {
+	w := chi - clo
+	for j := range r1 - r0 {
+		t := r0 + j
+		rs[j] = 0
+		if lo, hi := visibleKeys(m, t, tk, clo, chi); hi > lo {
+			rs[j] = rw.coefs(pr, c[j*w+lo-clo:j*w+hi-clo], ph[t*tk+lo:t*tk+hi], visibleDots(m, dh, tk, t, clo, chi), deltas[j], t, lo, hi, pi)
+		}
+	}
+}
+
 // rows64 evaluates rows in float64 through PairKernel (or ParamPairKernel, or
 // DirectPairKernel).
 type rows64[T float] struct {
