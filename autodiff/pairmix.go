@@ -84,6 +84,7 @@ type rowsMix32 struct {
 	// or the other component's score gradients (backward).
 	block []mixRow
 	e1    []float32
+	jobs  []vmath.MixRow // the block's rows for the row-block loops
 }
 
 // rowsMix32 takes KernelAttention's row blocks whole (kattnForward and kattnBackward
@@ -92,10 +93,8 @@ var _ blockRows[float32] = (*rowsMix32)(nil)
 
 // mixRow is a row of weightsBlock or coefsBlock between their passes.
 type mixRow struct {
-	lo, hi int     // its visible keys
+	lo     int     // its first visible key
 	m      float32 // weightsBlock: its shift
-	sum    float32 // weightsBlock: its values' sum
-	sumOK  bool    // weightsBlock: sum holds
 	sa, sg float32 // coefsBlock: Σ of the other component's score gradients, and of the row's
 	done   bool    // nothing more to do: no key seen, a NaN, or done one row at a time
 }
@@ -126,7 +125,7 @@ func newRowsMix32(k *pairSpec, d tiledDims, acc *pairAcc, shift, inv []float64, 
 		r.pair = o.linearTerm() || o.rat != nil
 	}
 	if r.pair {
-		r.block, r.e1 = make([]mixRow, rowBlock), make([]float32, rowBlock*d.tk)
+		r.block, r.e1, r.jobs = make([]mixRow, rowBlock), make([]float32, rowBlock*d.tk), make([]vmath.MixRow, rowBlock)
 	}
 	if k.useDist {
 		r.qq, r.kk = make([]float32, d.tq), make([]float32, d.tk)
@@ -323,8 +322,17 @@ func (r *rowsMix32) pairScores(dst, e1, drow []float32, la, lb vmath.Comp, t, c0
 // pairExps turns pairScores's rows at shift m into the row's values in dst in one pass
 // (ExpShiftSum2), and returns their sum, which holds (ok) when both components are linear.
 func (r *rowsMix32) pairExps(dst, e1 []float32, m float32, t int) (sum float32, ok bool) {
+	s0, s1 := r.pairShifts(m, t)
+	sum0, sum1 := vmath.ExpShiftSum2(dst, e1, s0, s1, r.pairSecond().rat != nil)
+	return sum0 + sum1, r.pairSecond().rat == nil
+}
+
+// pairShifts returns ExpShiftSum2's shifts for query t's row at shift m: m − log w of
+// each component, or, for a rational second component, its values' factor w·exp(−m),
+// kept in r.ratExp.
+func (r *rowsMix32) pairShifts(m float32, t int) (s0, s1 float32) {
 	a, b := r.pairFirst(), r.pairSecond()
-	s1 := float32(float64(m) - b.lw)
+	s1 = float32(float64(m) - b.lw)
 	if b.rat != nil { // its values' factor w·exp(−m)
 		e := vmath.Exp32(-m)
 		if r.ratExp != nil {
@@ -332,8 +340,7 @@ func (r *rowsMix32) pairExps(dst, e1 []float32, m float32, t int) (sum float32, 
 		}
 		s1 = b.w * e
 	}
-	s0, sum1 := vmath.ExpShiftSum2(dst, e1, float32(float64(m)-a.lw), s1, b.rat != nil)
-	return s0 + sum1, b.rat == nil
+	return float32(float64(m) - a.lw), s1
 }
 
 // rowNorms returns query t's squared norm and the keys' from c0 (nil without distances).
@@ -365,73 +372,105 @@ func (r *rowsMix32) weights(pr *problem[float32], row, drow []float32, t, clo, c
 // and keeps its shift and factor; sum is their sum when sumOK (no bias then multiplies
 // them).
 func (r *rowsMix32) normalise(pr *problem[float32], w []float32, m, sum32 float32, sumOK bool, t, lo int) {
+	if f, ok := r.normaliser(pr, w, m, sum32, sumOK, t, lo); ok {
+		vmath.ScaleFlush(w, f)
+	}
+}
+
+// normaliser is normalise but for the last step: it returns the factor that turns w
+// into the weights (kept as the query's), false when w is already done (NaN, or no key
+// with a weight).
+func (r *rowsMix32) normaliser(pr *problem[float32], w []float32, m, sum32 float32, sumOK bool, t, lo int) (float32, bool) {
 	i := r.pi*r.d.tq + t
 	var sum float64
 	if pr.bias == nil && sumOK { // the sum of the exponentials that values formed
-		sum = normaliseBy32(w, float64(sum32))
+		sum = float64(sum32)
 	} else {
 		if pr.bias != nil {
 			mulBias(r.k, w, r.eb, t, lo)
 		}
-		sum = normaliseValues32(w)
+		sum = vmath.Sum64(w)
 	}
 	switch {
 	case math.IsNaN(sum) || math.IsInf(sum, 0):
+		fillNaN(w)
 		r.shift[i] = math.NaN()
+		return 0, false
 	case sum == 0:
+		clear(w)
 		r.shift[i] = math.Inf(-1)
-	default:
-		r.shift[i], r.inv[i] = float64(m), float64(float32(1/sum))
+		return 0, false
 	}
+	f := float32(1 / sum)
+	r.shift[i], r.inv[i] = float64(m), float64(f)
+	return f, true
 }
 
 // weightsBlock is weights for the queries r0..r1−1 (their rows of ph, the problem's
 // weights, and dh its dot products): with r.pair and rows that hide no key, in three
-// passes over the rows, scores (pairScores), values (pairExps) and weights (normalise),
-// so that the rows' independent chains of work overlap; the same results as weights.
+// passes over the rows, scores (MixScores2Rows), values (ExpShiftSum2Rows) and weights
+// (ScaleFlushRows), so that the rows' independent chains of work overlap; the same
+// results as weights.
 func (r *rowsMix32) weightsBlock(pr *problem[float32], ph, dh []float32, r0, r1, clo, chi int) {
 	tk := r.d.tk
 	if !r.pair || pr.km != nil || r.k.mask.Hollow {
 		weightRows(r, r.k.mask, pr, ph, dh, tk, r0, r1, clo, chi)
 		return
 	}
-	rows := r.block[:r1-r0]
+	rows, jobs := r.block[:r1-r0], r.jobs[:r1-r0]
 	h := float32(pr.bandwidth(r0))
 	la, lb := r.pairComps(h)
+	j0 := 0 // the first row at bandwidth h
 	for j := range rows {
-		t, st := r0+j, &rows[j]
-		row := ph[t*tk : (t+1)*tk]
+		t, st, job := r0+j, &rows[j], &jobs[j]
 		if pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) { // a bandwidth per query
-			h = float32(pr.h[t])
+			vmath.MixScores2Rows(jobs[j0:j], la, lb)
+			j0, h = j, float32(pr.h[t])
 			la, lb = r.pairComps(h)
 		}
-		i := r.pi*r.d.tq + t
+		*job = vmath.MixRow{}
 		st.done = true
-		lo, hi, _, ok := visibleRow(r.k.mask, row, t, clo, chi)
+		lo, hi, _, ok := visibleRow(r.k.mask, ph[t*tk:(t+1)*tk], t, clo, chi)
 		if !ok {
-			r.shift[i] = math.Inf(-1)
+			r.shift[r.pi*r.d.tq+t] = math.Inf(-1)
 			continue
 		}
-		m, ok := r.pairScores(row[lo:hi], r.e1[j*tk:j*tk+hi-lo], dh[t*tk+lo:t*tk+hi], la, lb, t, lo)
-		if !ok {
-			fillNaN(row[lo:hi])
-			r.shift[i] = math.NaN()
-			continue
+		job.E0, job.E1, job.Dots = ph[t*tk+lo:t*tk+hi], r.e1[j*tk:j*tk+hi-lo], dh[t*tk+lo:t*tk+hi]
+		if r.k.useDist {
+			job.QQ, job.KK = r.qq[t], r.kk[lo:hi]
 		}
-		st.lo, st.hi, st.m, st.done = lo, hi, m, false
+		st.lo, st.done = lo, false
 	}
+	vmath.MixScores2Rows(jobs[j0:], la, lb)
+	rational := r.pairSecond().rat != nil
 	for j := range rows {
-		if st := &rows[j]; !st.done {
-			t := r0 + j
-			st.sum, st.sumOK = r.pairExps(ph[t*tk+st.lo:t*tk+st.hi], r.e1[j*tk:j*tk+st.hi-st.lo], st.m, t)
+		if st, job := &rows[j], &jobs[j]; !st.done {
+			t, m := r0+j, job.R0
+			if rational {
+				m = max(m, 0) // NaN stays
+			}
+			m, ok := rowShift(m)
+			if !ok {
+				fillNaN(job.E0)
+				r.shift[r.pi*r.d.tq+t] = math.NaN()
+				st.done, job.E0 = true, nil
+				continue
+			}
+			st.m = m
+			job.S0, job.S1 = r.pairShifts(m, t)
 		}
 	}
+	vmath.ExpShiftSum2Rows(jobs, rational)
 	for j := range rows {
-		if st := &rows[j]; !st.done {
-			t := r0 + j
-			r.normalise(pr, ph[t*tk+st.lo:t*tk+st.hi], st.m, st.sum, st.sumOK, t, st.lo)
+		if st, job := &rows[j], &jobs[j]; !st.done {
+			f, ok := r.normaliser(pr, job.E0, st.m, job.R0+job.R1, !rational, r0+j, st.lo)
+			job.S0 = f
+			if !ok {
+				job.E0 = nil
+			}
 		}
 	}
+	vmath.ScaleFlushRows(jobs)
 }
 
 // tileValues sets s[:c1−c0] to the values of query t and keys c0..c1−1 that values
@@ -616,24 +655,34 @@ func (r *rowsMix32) restComps(h float32) (vmath.Comp, vmath.Comp) {
 // score gradients; false (nothing done) when a rational component's factor overflows
 // float32. la is the component's restComps form at the query's bandwidth.
 func (r *rowsMix32) pairShare(g, cv, prow, drow []float32, shift, z, delta float64, la vmath.Comp, t, lo, pi int) (sa, sg float32, ok bool) {
-	a := &r.comps[1-r.rest]
-	f, sh := float32(z), float32(shift-a.lw)
-	if a.rat != nil { // its share is z·w·exp(−shift) times its values
-		var e float64
-		if r.ratExp != nil { // the forward pass's, as it weighed the values
-			e = float64(r.ratExp[pi*r.d.tq+t])
-		} else {
-			e = math.Exp(-shift)
-		}
-		fv := z * float64(a.w) * e
-		if fv > math.MaxFloat32 {
-			return 0, 0, false
-		}
-		f, sh = float32(fv), 0
+	f, sh, ok := r.shareFactor(shift, z, t, pi)
+	if !ok {
+		return 0, 0, false
 	}
 	qq, kk := r.rowNorms(t, lo)
 	sa, sg = vmath.MixShare(g, cv, prow, drow, qq, kk, la, sh, float32(delta), f)
 	return sa, sg, true
+}
+
+// shareFactor returns MixShare's factor and shift for query t's row at shift and factor
+// z: z and shift − log w, or z·w·exp(−shift) and 0 for a rational component, whose share
+// is that times its values; false when that overflows float32.
+func (r *rowsMix32) shareFactor(shift, z float64, t, pi int) (f, sh float32, ok bool) {
+	a := &r.comps[1-r.rest]
+	if a.rat == nil {
+		return float32(z), float32(shift - a.lw), true
+	}
+	var e float64
+	if r.ratExp != nil { // the forward pass's, as it weighed the values
+		e = float64(r.ratExp[pi*r.d.tq+t])
+	} else {
+		e = math.Exp(-shift)
+	}
+	fv := z * float64(a.w) * e
+	if fv > math.MaxFloat32 {
+		return 0, 0, false
+	}
+	return float32(fv), 0, true
 }
 
 // pairFinish turns pairShare's score gradients, cv of r.rest and g of the other, into
@@ -641,15 +690,20 @@ func (r *rowsMix32) pairShare(g, cv, prow, drow []float32, shift, z, delta float
 // gradients into the pass's pairAcc and returns the row's Σ_s ∂L/∂d²_ts; la and lb are
 // restComps's at the query's bandwidth h.
 func (r *rowsMix32) pairFinish(cv, g, drow []float32, sa, sg float32, la, lb vmath.Comp, h float32, t, lo, pi int) float64 {
-	oi := 1 - r.rest
-	a, b := &r.comps[oi], &r.comps[r.rest]
-	n := len(cv)
 	qq, kk := r.rowNorms(t, lo)
 	var cs []float32
 	if r.k.useDist {
-		cs = r.cs[lo : lo+n]
+		cs = r.cs[lo : lo+len(cv)]
 	}
 	gxb, sdb, gxa, sda := vmath.MixCoefs2(cv, g, drow, qq, kk, cs, lb, la)
+	return r.pairTotals(gxb, sdb, gxa, sda, sa, sg, h, t, pi)
+}
+
+// pairTotals adds the parameter gradients of query t's row into the pass's pairAcc from
+// MixCoefs2's sums (gxb, sdb of r.rest; gxa, sda of the other) and pairShare's (sa, sg),
+// and returns the row's Σ_s ∂L/∂d²_ts.
+func (r *rowsMix32) pairTotals(gxb, sdb, gxa, sda, sa, sg, h float32, t, pi int) float64 {
+	oi := 1 - r.rest
 	r.sums[oi], r.sums[r.rest] = sa, sg-sa
 	if r.acc.thetaParts != nil { // ∂L/∂θ_l = Σ g_l − w_l·Σ gs
 		th := r.acc.thetaParts[pi*2:]
@@ -658,8 +712,8 @@ func (r *rowsMix32) pairFinish(cv, g, drow []float32, sa, sg float32, la, lb vma
 		}
 	}
 	if r.acc.hRows != nil {
-		_, dfa := a.factor(h)
-		_, dfb := b.factor(h)
+		_, dfa := r.comps[oi].factor(h)
+		_, dfb := r.comps[r.rest].factor(h)
 		r.acc.hRows[pi*r.d.tq+t] += float64(gxb)*dfb + float64(gxa)*dfa
 	}
 	return float64(sdb) + float64(sda)
@@ -669,8 +723,8 @@ func (r *rowsMix32) pairFinish(cv, g, drow []float32, sa, sg float32, la, lb vma
 // [clo, chi): c holds their products dm·vᵀ, rows of width chi − clo (0 outside each
 // row's visible keys), ph and dh the problem's weights and dot products, deltas their
 // δ; it sets rs[i] to row r0+i's Σ_s ∂L/∂d²_ts. With r.pair and rows that hide no key
-// and have no bias, in two passes over the rows (pairShare, then pairFinish); the same
-// results as coefs.
+// and have no bias, in two passes over the rows (MixShareRows, then MixCoefs2Rows); the
+// same results as coefs.
 func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas, rs []float64, r0, r1, clo, chi, pi int) {
 	tk, w := r.d.tk, chi-clo
 	pass := r.pair && pr.km == nil && pr.bias == nil && r.acc.biasParts == nil && !r.k.mask.Hollow && r.inv != nil
@@ -678,12 +732,13 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 		coefRows(r, r.k.mask, pr, c, ph, dh, deltas, rs, tk, r0, r1, clo, chi, pi)
 		return
 	}
-	rows := r.block[:r1-r0]
-	h0 := float32(pr.bandwidth(r0))
-	la0, lb0 := r.restComps(h0) // the block's, unless each query has its bandwidth
-	h, la := h0, la0
+	rows, jobs := r.block[:r1-r0], r.jobs[:r1-r0]
+	h := float32(pr.bandwidth(r0))
+	la, _ := r.restComps(h)
+	j0 := 0 // the first row at bandwidth h
 	for j := range rows {
-		t, st := r0+j, &rows[j]
+		t, st, job := r0+j, &rows[j], &jobs[j]
+		*job = vmath.MixRow{}
 		st.done, rs[j] = true, 0
 		lo, hi := visibleKeys(r.k.mask, t, tk, clo, chi)
 		if hi <= lo {
@@ -691,31 +746,44 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 		}
 		cv, prow, drow := c[j*w+lo-clo:j*w+hi-clo], ph[t*tk+lo:t*tk+hi], dh[t*tk+lo:t*tk+hi]
 		shift := r.shift[pi*r.d.tq+t]
-		if math.IsInf(shift, 0) || math.IsNaN(shift) {
+		f, sh, ok := r.shareFactor(shift, r.inv[pi*r.d.tq+t], t, pi)
+		if math.IsInf(shift, 0) || math.IsNaN(shift) || !ok {
 			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
 			continue
 		}
 		if pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) { // a bandwidth per query
-			h = float32(pr.h[t])
+			vmath.MixShareRows(jobs[j0:j], la)
+			j0, h = j, float32(pr.h[t])
 			la, _ = r.restComps(h)
 		}
-		sa, sg, ok := r.pairShare(r.e1[j*tk:j*tk+hi-lo], cv, prow, drow, shift, r.inv[pi*r.d.tq+t], deltas[j], la, t, lo, pi)
-		if !ok {
-			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
-			continue
+		job.E0, job.E1, job.P, job.Dots = cv, r.e1[j*tk:j*tk+hi-lo], prow, drow
+		if r.k.useDist {
+			job.QQ, job.KK, job.CS = r.qq[t], r.kk[lo:hi], r.cs[lo:hi]
 		}
-		st.lo, st.hi, st.sa, st.sg, st.done = lo, hi, sa, sg, false
+		job.S0, job.S1, job.S2 = sh, float32(deltas[j]), f
+		st.done = false
 	}
+	vmath.MixShareRows(jobs[j0:], la)
 	for j := range rows {
 		if st := &rows[j]; !st.done {
+			st.sa, st.sg = jobs[j].R0, jobs[j].R1
+		}
+	}
+	h = float32(pr.bandwidth(r0))
+	la, lb := r.restComps(h)
+	j0 = 0
+	for j := range rows {
+		if t := r0 + j; pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) {
+			vmath.MixCoefs2Rows(jobs[j0:j], lb, la)
+			j0, h = j, float32(pr.h[t])
+			la, lb = r.restComps(h)
+		}
+	}
+	vmath.MixCoefs2Rows(jobs[j0:], lb, la)
+	for j := range rows {
+		if st, job := &rows[j], &jobs[j]; !st.done {
 			t := r0 + j
-			h, la, lb := h0, la0, lb0
-			if pr.h != nil {
-				h = float32(pr.bandwidth(t))
-				la, lb = r.restComps(h)
-			}
-			cv := c[j*w+st.lo-clo : j*w+st.hi-clo]
-			rs[j] = r.pairFinish(cv, r.e1[j*tk:j*tk+st.hi-st.lo], dh[t*tk+st.lo:t*tk+st.hi], st.sa, st.sg, la, lb, h, t, st.lo, pi)
+			rs[j] = r.pairTotals(job.R0, job.R1, job.R2, job.R3, st.sa, st.sg, float32(pr.bandwidth(t)), t, pi)
 		}
 	}
 }

@@ -1130,11 +1130,39 @@ sloop:
 	VZEROUPPER
 	RET
 
+// SFZROW is scaleFlushAVX2's sixteen-lane loop over the CX > 0 elements at SI (Z1 = a,
+// Z2 = 2⁻¹²⁶); it clobbers AX, CX, R10, K2, K3, Z0 and SI.
+#define SFZROW \
+	MOVQ    CX, R10 \
+	SHRQ    $4, R10 \
+	JZ      sfztail \
+sfzloop: \
+	VMULPS    (SI), Z1, Z0 \
+	VCMPPS    $5, Z2, Z0, K3 \
+	VMOVAPS.Z Z0, K3, Z0 \
+	VMOVUPS   Z0, (SI) \
+	ADDQ      $64, SI \
+	DECQ      R10 \
+	JNZ       sfzloop \
+sfztail: \
+	ANDQ      $15, CX \
+	JZ        sfzend \
+	MOVL      $1, AX \
+	SHLL      CX, AX \
+	DECL      AX \
+	KMOVW     AX, K2 \
+	VMOVUPS.Z (SI), K2, Z0 \
+	VMULPS    Z0, Z1, Z0 \
+	VCMPPS    $5, Z2, Z0, K3 \
+	VMOVAPS.Z Z0, K3, Z0 \
+	VMOVUPS   Z0, K2, (SI) \
+sfzend:
+
 // func scaleFlushAVX2(x *float32, n int, a float32, wide bool)
 // x[i] = a·x[i], 0 where that is below 2⁻¹²⁶ (an ordered comparison: a NaN stays); n is
 // a positive multiple of 8. With wide (the CPU has AVX-512F), any n > 0: sixteen elements
-// at a time through zmm registers, the last n mod 16 through the mask K2, with the same
-// bits.
+// at a time through zmm registers (SFZROW), the last n mod 16 through the mask K2, with
+// the same bits.
 TEXT ·scaleFlushAVX2(SB), NOSPLIT, $0-21
 	MOVQ    x+0(FP), SI
 	MOVQ    n+8(FP), CX
@@ -1158,29 +1186,7 @@ sfloop:
 sfwide:
 	VBROADCASTSS a+16(FP), Z1
 	VPBROADCASTD AX, Z2
-	MOVQ    CX, R10
-	SHRQ    $4, R10
-	JZ      sfztail
-sfzloop:
-	VMULPS    (SI), Z1, Z0
-	VCMPPS    $5, Z2, Z0, K3 // not a·x < 2⁻¹²⁶: at least that, or NaN
-	VMOVAPS.Z Z0, K3, Z0
-	VMOVUPS   Z0, (SI)
-	ADDQ      $64, SI
-	DECQ      R10
-	JNZ       sfzloop
-sfztail:
-	ANDQ      $15, CX
-	JZ        sfzdone
-	MOVL      $1, AX
-	SHLL      CX, AX
-	DECL      AX
-	KMOVW     AX, K2
-	VMOVUPS.Z (SI), K2, Z0
-	VMULPS    Z0, Z1, Z0
-	VCMPPS    $5, Z2, Z0, K3
-	VMOVAPS.Z Z0, K3, Z0
-	VMOVUPS   Z0, K2, (SI)
+	SFZROW
 sfzdone:
 	VZEROUPPER
 	RET
@@ -1584,14 +1590,423 @@ snsum:
 	VZEROUPPER
 	RET
 
+// MS2ZMASKS sets the masks of the terms' choice for the sixteen-lane loop of
+// mixScores2AVX2 from R8 and R12 (32·t0, 32·t1): K5, K6 for t0, K7, K1 for t1; K2 all ones.
+#define MS2ZMASKS \
+	KXORW        K5, K5, K5 \
+	KXORW        K6, K6, K6 \
+	KXORW        K7, K7, K7 \
+	KXORW        K1, K1, K1 \
+	KXNORW       K0, K0, K2 \
+	CMPQ         R8, $32 \
+	JNE          m2zk6 \
+	KMOVW        K2, K5 \
+m2zk6: \
+	TESTQ        R8, R8 \
+	JNZ          m2zk7 \
+	KMOVW        K2, K6 \
+m2zk7: \
+	CMPQ         R12, $32 \
+	JNE          m2zk1 \
+	KMOVW        K2, K7 \
+m2zk1: \
+	TESTQ        R12, R12 \
+	JNZ          m2zkdone \
+	KMOVW        K2, K1 \
+m2zkdone:
+
+// MS2ZROW is mixScores2AVX2's sixteen-lane loop over the CX > 0 elements of a row (e0 at
+// DI, e1 at R11, dots at SI, kk at DX; Z4 = qq, Z8 = c0, Z10 = c1, Z5 = 1, Z14 = 0, the
+// masks of MS2ZMASKS, R13 = rational1): the largest score into Z11 and the NaN lanes into
+// K3 (both set by the caller); it clobbers AX, CX, R10, K2, K4 and the pointers.
+#define MS2ZROW \
+	MOVQ         CX, R10 \
+	SHRQ         $4, R10 \
+	JZ           m2ztail \
+m2zloop: \
+	VMOVUPS (SI), Z1 \
+	VMOVUPS (DX), Z2 \
+	ZTERMS2 \
+	ZSCALETERM(Z8, K5, K6, Z0) \
+	VMOVUPS Z0, (DI) \
+	VCMPPS  $3, Z0, Z0, K4 \
+	KORW    K4, K3, K3 \
+	VMAXPS  Z0, Z11, Z11 \
+	ZSCALETERM(Z10, K7, K1, Z0) \
+	TESTQ   R13, R13 \
+	JNZ     m2zval \
+	VMOVUPS Z0, (R11) \
+	VCMPPS  $3, Z0, Z0, K4 \
+	KORW    K4, K3, K3 \
+	VMAXPS  Z0, Z11, Z11 \
+	JMP     m2znext \
+m2zval: \
+	VADDPS  Z5, Z0, Z0 \
+	VDIVPS  Z0, Z5, Z0 \
+	VMOVUPS Z0, (R11) \
+m2znext: \
+	ADDQ    $64, SI \
+	ADDQ    $64, DX \
+	ADDQ    $64, DI \
+	ADDQ    $64, R11 \
+	DECQ    R10 \
+	JNZ     m2zloop \
+m2ztail: \
+	ANDQ      $15, CX \
+	JZ        m2zend \
+	MOVL      $1, AX \
+	SHLL      CX, AX \
+	DECL      AX \
+	KMOVW     AX, K2 \
+	VMOVUPS.Z (SI), K2, Z1 \
+	VMOVUPS.Z (DX), K2, Z2 \
+	ZTERMS2 \
+	ZSCALETERM(Z8, K5, K6, Z0) \
+	VMOVUPS   Z0, K2, (DI) \
+	VCMPPS    $3, Z0, Z0, K2, K4 \
+	KORW      K4, K3, K3 \
+	VMAXPS    Z0, Z11, K2, Z11 \
+	ZSCALETERM(Z10, K7, K1, Z0) \
+	TESTQ     R13, R13 \
+	JNZ       m2ztval \
+	VMOVUPS   Z0, K2, (R11) \
+	VCMPPS    $3, Z0, Z0, K2, K4 \
+	KORW      K4, K3, K3 \
+	VMAXPS    Z0, Z11, K2, Z11 \
+	JMP       m2zend \
+m2ztval: \
+	VADDPS    Z5, Z0, Z0 \
+	VDIVPS    Z0, Z5, Z0 \
+	VMOVUPS   Z0, K2, (R11) \
+m2zend:
+
+// XS2ZROW is expShiftSum2AVX2's sixteen-lane loop over the CX > 0 elements of a row (e0
+// at DI, e1 at SI; Z9 = s0, Z10 = s1, Z8 = 1, R8 = values1): the sums into Y6 and Y12;
+// it clobbers AX, CX, R10, K1, K2, Z0–Z3, Z7, Z11 and the pointers.
+#define XS2ZROW \
+	MOVQ         CX, R10 \
+	SHRQ         $4, R10 \
+	JZ           x2ztail \
+x2zloop: \
+	VMOVUPS (DI), Z0 \
+	VMOVAPS Z9, Z7 \
+	EXPCS16 \
+	VMOVAPS Z0, Z11 \
+	ADDHALVES(Y6) \
+	TESTQ   R8, R8 \
+	JNZ     x2zval \
+	VMOVUPS (SI), Z0 \
+	VMOVAPS Z10, Z7 \
+	EXPCS16 \
+	JMP     x2zadd \
+x2zval: \
+	VMULPS  (SI), Z10, Z0 \
+x2zadd: \
+	ADDHALVES(Y12) \
+	VADDPS  Z11, Z0, Z0 \
+	VMOVUPS Z0, (DI) \
+	ADDQ    $64, SI \
+	ADDQ    $64, DI \
+	DECQ    R10 \
+	JNZ     x2zloop \
+x2ztail: \
+	ANDQ      $15, CX \
+	JZ        x2zend \
+	MOVL      $1, AX \
+	SHLL      CX, AX \
+	DECL      AX \
+	KMOVW     AX, K2 \
+	VMOVUPS.Z (DI), K2, Z0 \
+	VMOVAPS   Z9, Z7 \
+	EXPCS16 \
+	VMOVAPS.Z Z0, K2, Z0 \
+	VMOVAPS   Z0, Z11 \
+	ADDHALVES(Y6) \
+	VMOVUPS.Z (SI), K2, Z0 \
+	TESTQ     R8, R8 \
+	JNZ       x2ztval \
+	VMOVAPS   Z10, Z7 \
+	EXPCS16 \
+	JMP       x2ztadd \
+x2ztval: \
+	VMULPS    Z10, Z0, Z0 \
+x2ztadd: \
+	VMOVAPS.Z Z0, K2, Z0 \
+	ADDHALVES(Y12) \
+	VADDPS    Z11, Z0, Z0 \
+	VMOVUPS   Z0, K2, (DI) \
+	JMP       x2zend \
+x2zend:
+
+// MSHZROW is mixShareAVX2's sixteen-lane loop over the CX > 0 elements of a row (g at
+// DI, d at BX, p at R11, dots at SI, kk at DX; Z4 = qq, Z8 = c, Z7 = shift, Z9 = delta,
+// Z10 = f, Z14 = 0, R8 = 32·term, R13 = rational): the sums into Y11 and Y15; it clobbers
+// AX, CX, R10, K1, K2, Z0–Z3, Z12 and the pointers.
+#define MSHZROW \
+	MOVQ         CX, R10 \
+	SHRQ         $4, R10 \
+	JZ           msztail \
+mszloop: \
+	VMOVUPS (SI), Z0 \
+	TESTQ   R8, R8 \
+	JZ      mszterm \
+	VADDPS  (DX), Z4, Z1 \
+	VFMADD231PS.BCST vneg2<>(SB), Z0, Z1 \
+	VMAXPS  Z1, Z14, Z0 \
+	CMPQ    R8, $64 \
+	JNE     mszterm \
+	VSQRTPS Z0, Z0 \
+mszterm: \
+	TESTQ   R13, R13 \
+	JNZ     mszval \
+	EXPCS16 \
+	JMP     mszgot \
+mszval: \
+	VMULPS  Z8, Z0, Z0 \
+	VADDPS.BCST C_one, Z0, Z0 \
+	VBROADCASTSS C_one, Z3 \
+	VDIVPS  Z0, Z3, Z0 \
+mszgot: \
+	VMULPS  Z10, Z0, Z0 \
+	VMOVUPS (BX), Z12 \
+	VSUBPS  Z9, Z12, Z12 \
+	VMULPS  Z12, Z0, Z0 \
+	VMOVUPS Z0, (DI) \
+	ADDHALVES(Y11) \
+	VMULPS  (R11), Z12, Z2 \
+	VSUBPS  Z0, Z2, Z0 \
+	VMOVUPS Z0, (BX) \
+	VMOVAPS Z2, Z0 \
+	ADDHALVES(Y15) \
+	ADDQ    $64, SI \
+	ADDQ    $64, DX \
+	ADDQ    $64, DI \
+	ADDQ    $64, BX \
+	ADDQ    $64, R11 \
+	DECQ    R10 \
+	JNZ     mszloop \
+msztail: \
+	ANDQ      $15, CX \
+	JZ        mszend \
+	MOVL      $1, AX \
+	SHLL      CX, AX \
+	DECL      AX \
+	KMOVW     AX, K2 \
+	VMOVUPS.Z (SI), K2, Z0 \
+	TESTQ     R8, R8 \
+	JZ        msztterm \
+	VMOVUPS.Z (DX), K2, Z2 \
+	VADDPS    Z2, Z4, Z1 \
+	VFMADD231PS.BCST vneg2<>(SB), Z0, Z1 \
+	VMAXPS    Z1, Z14, Z0 \
+	CMPQ      R8, $64 \
+	JNE       msztterm \
+	VSQRTPS   Z0, Z0 \
+msztterm: \
+	TESTQ     R13, R13 \
+	JNZ       msztval \
+	EXPCS16 \
+	JMP       msztgot \
+msztval: \
+	VMULPS    Z8, Z0, Z0 \
+	VADDPS.BCST C_one, Z0, Z0 \
+	VBROADCASTSS C_one, Z3 \
+	VDIVPS    Z0, Z3, Z0 \
+msztgot: \
+	VMOVAPS.Z Z0, K2, Z0 \
+	VMULPS    Z10, Z0, Z0 \
+	VMOVUPS.Z (BX), K2, Z12 \
+	VSUBPS    Z9, Z12, Z12 \
+	VMULPS    Z12, Z0, Z0 \
+	VMOVUPS   Z0, K2, (DI) \
+	VMOVAPS.Z Z0, K2, Z0 \
+	ADDHALVES(Y11) \
+	VMOVUPS.Z (R11), K2, Z3 \
+	VMULPS    Z3, Z12, Z2 \
+	VMOVAPS.Z Z2, K2, Z2 \
+	VSUBPS    Z0, Z2, Z0 \
+	VMOVUPS   Z0, K2, (BX) \
+	VMOVAPS   Z2, Z0 \
+	ADDHALVES(Y15) \
+	JMP       mszend \
+mszend:
+
+// MC2ZMASKS sets the masks of the terms' choice for the sixteen-lane loop of
+// mixCoefs2AVX2 from R8 and R12 (32·tb, 32·ta): K5, K6 for tb, K7, K1 for ta; K2 all ones.
+#define MC2ZMASKS \
+	KXORW        K5, K5, K5 \
+	KXORW        K6, K6, K6 \
+	KXORW        K7, K7, K7 \
+	KXORW        K1, K1, K1 \
+	KXNORW       K0, K0, K2 \
+	CMPQ         R8, $32 \
+	JNE          mczk6 \
+	KMOVW        K2, K5 \
+mczk6: \
+	TESTQ        R8, R8 \
+	JNZ          mczk7 \
+	KMOVW        K2, K6 \
+mczk7: \
+	CMPQ         R12, $32 \
+	JNE          mczk1 \
+	KMOVW        K2, K7 \
+mczk1: \
+	TESTQ        R12, R12 \
+	JNZ          mczkdone \
+	KMOVW        K2, K1 \
+mczkdone:
+
+// MC2ZROW is mixCoefs2AVX2's sixteen-lane loop over the CX > 0 elements of a row (d at
+// DI, g at R11, dots at SI, kk at DX, cs at BX; Z4 = qq, Z8 = cb, Z10 = ca, Z7 = −2, Z5 =
+// Z14 = 0, the masks of MC2ZMASKS, R13 = rationalA): the sums into Y6, Y9, Y11 and Y15;
+// it clobbers AX, CX, R10, K2, K4, Z0–Z3, Z12, Z13, Z16–Z19 and the pointers.
+#define MC2ZROW \
+	MOVQ         CX, R10 \
+	SHRQ         $4, R10 \
+	JZ           mcztail \
+mczloop: \
+	VMOVUPS (SI), Z1 \
+	VMOVUPS (DX), Z2 \
+	ZTERMS2 \
+	ZPICK(K5, K6, Z17) \
+	ZPICK(K7, K1, Z18) \
+	VMOVUPS (DI), Z0 \
+	VMULPS  Z17, Z0, Z2 \
+	ADDZ(Z2, Y2, Y6, Y3) \
+	VMULPS  Z8, Z0, Z0 \
+	TESTQ   R8, R8 \
+	JZ      mczbset \
+	CMPQ    R8, $64 \
+	JNE     mczbsq \
+	VMOVAPS Z17, Z19 \
+	ZDISTDIV(Z19) \
+mczbsq: \
+	ADDZ(Z0, Y0, Y9, Y3) \
+	VADDPS  (BX), Z0, Z2 \
+	VMOVUPS Z2, (BX) \
+	VMULPS  Z7, Z0, Z0 \
+mczbset: \
+	VMOVAPS Z0, Z16 \
+	TESTQ   R13, R13 \
+	JNZ     mczarat \
+	VMOVUPS (R11), Z0 \
+	VMULPS  Z18, Z0, Z2 \
+	ADDZ(Z2, Y2, Y11, Y3) \
+	VMULPS  Z10, Z0, Z0 \
+	TESTQ   R12, R12 \
+	JZ      mczaadd \
+	CMPQ    R12, $64 \
+	JNE     mczasq \
+	VMOVAPS Z18, Z19 \
+	ZDISTDIV(Z19) \
+mczasq: \
+	ADDZ(Z0, Y0, Y15, Y3) \
+	VADDPS  (BX), Z0, Z2 \
+	VMOVUPS Z2, (BX) \
+	VMULPS  Z7, Z0, Z0 \
+	JMP     mczaadd \
+mczarat: \
+	VMOVUPS (R11), Z0 \
+	VADDPS  Z10, Z18, Z2 \
+	VDIVPS  Z2, Z0, Z0 \
+	VMULPS  Z18, Z0, Z3 \
+	ADDZ(Z3, Y3, Y11, Y2) \
+	VPXORD.BCST vsign<>(SB), Z0, Z0 \
+	ADDZ(Z0, Y0, Y15, Y3) \
+	VADDPS  (BX), Z0, Z2 \
+	VMOVUPS Z2, (BX) \
+	VMULPS  Z7, Z0, Z0 \
+mczaadd: \
+	VADDPS  Z16, Z0, Z0 \
+	VMOVUPS Z0, (DI) \
+	ADDQ    $64, SI \
+	ADDQ    $64, DX \
+	ADDQ    $64, DI \
+	ADDQ    $64, R11 \
+	ADDQ    $64, BX \
+	DECQ    R10 \
+	JNZ     mczloop \
+mcztail: \
+	ANDQ      $15, CX \
+	JZ        mczend \
+	MOVL      $1, AX \
+	SHLL      CX, AX \
+	DECL      AX \
+	KMOVW     AX, K2 \
+	VMOVUPS.Z (SI), K2, Z1 \
+	VMOVUPS.Z (DX), K2, Z2 \
+	ZTERMS2 \
+	ZPICK(K5, K6, Z17) \
+	ZPICK(K7, K1, Z18) \
+	VMOVUPS.Z (DI), K2, Z0 \
+	VMULPS    Z17, Z0, Z2 \
+	VMOVAPS.Z Z2, K2, Z2 \
+	ADDZ(Z2, Y2, Y6, Y3) \
+	VMULPS    Z8, Z0, Z0 \
+	TESTQ     R8, R8 \
+	JZ        mcztbset \
+	CMPQ      R8, $64 \
+	JNE       mcztbsq \
+	VMOVAPS   Z17, Z19 \
+	ZDISTDIV(Z19) \
+mcztbsq: \
+	VMOVAPS.Z Z0, K2, Z0 \
+	ADDZ(Z0, Y0, Y9, Y3) \
+	VMOVUPS.Z (BX), K2, Z2 \
+	VADDPS    Z2, Z0, Z2 \
+	VMOVUPS   Z2, K2, (BX) \
+	VMULPS    Z7, Z0, Z0 \
+mcztbset: \
+	VMOVAPS.Z Z0, K2, Z16 \
+	TESTQ     R13, R13 \
+	JNZ       mcztarat \
+	VMOVUPS.Z (R11), K2, Z0 \
+	VMULPS    Z18, Z0, Z2 \
+	VMOVAPS.Z Z2, K2, Z2 \
+	ADDZ(Z2, Y2, Y11, Y3) \
+	VMULPS    Z10, Z0, Z0 \
+	TESTQ     R12, R12 \
+	JZ        mcztaadd \
+	CMPQ      R12, $64 \
+	JNE       mcztasq \
+	VMOVAPS   Z18, Z19 \
+	ZDISTDIV(Z19) \
+mcztasq: \
+	VMOVAPS.Z Z0, K2, Z0 \
+	ADDZ(Z0, Y0, Y15, Y3) \
+	VMOVUPS.Z (BX), K2, Z2 \
+	VADDPS    Z2, Z0, Z2 \
+	VMOVUPS   Z2, K2, (BX) \
+	VMULPS    Z7, Z0, Z0 \
+	JMP       mcztaadd \
+mcztarat: \
+	VMOVUPS.Z (R11), K2, Z0 \
+	VADDPS    Z10, Z18, Z2 \
+	VDIVPS    Z2, Z0, Z0 \
+	VMULPS    Z18, Z0, Z3 \
+	VMOVAPS.Z Z3, K2, Z3 \
+	ADDZ(Z3, Y3, Y11, Y2) \
+	VPXORD.BCST vsign<>(SB), Z0, Z0 \
+	VMOVAPS.Z Z0, K2, Z0 \
+	ADDZ(Z0, Y0, Y15, Y3) \
+	VMOVUPS.Z (BX), K2, Z2 \
+	VADDPS    Z2, Z0, Z2 \
+	VMOVUPS   Z2, K2, (BX) \
+	VMULPS    Z7, Z0, Z0 \
+mcztaadd: \
+	VADDPS    Z16, Z0, Z0 \
+	VMOVUPS   Z0, K2, (DI) \
+	JMP       mczend \
+mczend:
+
 // func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1, wide bool) float32
 // e0 = c0·x0 and e1 = c1·x1 with x0, x1 the terms t0, t1 (TERMS3's), and returns the
 // largest of both, NaN when one is NaN (scaleMaxAVX2's and sqDistScaleMaxAVX2's rules);
 // if rational1, e1 = 1/(1 + c1·x1) (recip1pAVX2's roundings) instead, out of the largest.
 // n > 0. The last n mod 8 elements go through masked loads and stores, the other lanes
 // −Inf for the maximum. With wide (the CPU has AVX-512F), sixteen elements at a time go
-// through zmm registers, the last n mod 16 through the mask K2, with the same bits (the
-// largest by value: of a +0 and a −0 either may come back).
+// through zmm registers (MS2ZROW), the last n mod 16 through the mask K2, with the same
+// bits (the largest by value: of a +0 and a −0 either may come back).
 TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-84
 	MOVQ         e0+0(FP), DI
 	MOVQ         e1+8(FP), R11
@@ -1622,85 +2037,8 @@ TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-84
 	VBROADCASTSS C_one, Z5
 	VBROADCASTSS X7, Z11
 	KXORW        K3, K3, K3 // the NaN lanes
-	KXORW        K5, K5, K5 // K5, K6: t0 is the squared distance, the dot product
-	KXORW        K6, K6, K6
-	KXORW        K7, K7, K7 // K7, K1: t1 is the squared distance, the dot product
-	KXORW        K1, K1, K1
-	KXNORW       K0, K0, K2 // all ones (K2 is set again for the tail)
-	CMPQ         R8, $32
-	JNE          m2zk6
-	KMOVW        K2, K5
-m2zk6:
-	TESTQ        R8, R8
-	JNZ          m2zk7
-	KMOVW        K2, K6
-m2zk7:
-	CMPQ         R12, $32
-	JNE          m2zk1
-	KMOVW        K2, K7
-m2zk1:
-	TESTQ        R12, R12
-	JNZ          m2zkdone
-	KMOVW        K2, K1
-m2zkdone:
-	MOVQ         CX, R10
-	SHRQ         $4, R10
-	JZ           m2ztail
-m2zloop:
-	VMOVUPS (SI), Z1
-	VMOVUPS (DX), Z2
-	ZTERMS2
-	ZSCALETERM(Z8, K5, K6, Z0)
-	VMOVUPS Z0, (DI)
-	VCMPPS  $3, Z0, Z0, K4
-	KORW    K4, K3, K3
-	VMAXPS  Z0, Z11, Z11
-	ZSCALETERM(Z10, K7, K1, Z0)
-	TESTQ   R13, R13
-	JNZ     m2zval
-	VMOVUPS Z0, (R11)
-	VCMPPS  $3, Z0, Z0, K4
-	KORW    K4, K3, K3
-	VMAXPS  Z0, Z11, Z11
-	JMP     m2znext
-m2zval:
-	VADDPS  Z5, Z0, Z0
-	VDIVPS  Z0, Z5, Z0
-	VMOVUPS Z0, (R11)
-m2znext:
-	ADDQ    $64, SI
-	ADDQ    $64, DX
-	ADDQ    $64, DI
-	ADDQ    $64, R11
-	DECQ    R10
-	JNZ     m2zloop
-m2ztail:
-	ANDQ      $15, CX
-	JZ        m2zdone
-	MOVL      $1, AX
-	SHLL      CX, AX
-	DECL      AX
-	KMOVW     AX, K2
-	VMOVUPS.Z (SI), K2, Z1
-	VMOVUPS.Z (DX), K2, Z2
-	ZTERMS2
-	ZSCALETERM(Z8, K5, K6, Z0)
-	VMOVUPS   Z0, K2, (DI)
-	VCMPPS    $3, Z0, Z0, K2, K4
-	KORW      K4, K3, K3
-	VMAXPS    Z0, Z11, K2, Z11
-	ZSCALETERM(Z10, K7, K1, Z0)
-	TESTQ     R13, R13
-	JNZ       m2ztval
-	VMOVUPS   Z0, K2, (R11)
-	VCMPPS    $3, Z0, Z0, K2, K4
-	KORW      K4, K3, K3
-	VMAXPS    Z0, Z11, K2, Z11
-	JMP       m2zdone
-m2ztval:
-	VADDPS    Z5, Z0, Z0
-	VDIVPS    Z0, Z5, Z0
-	VMOVUPS   Z0, K2, (R11)
+	MS2ZMASKS
+	MS2ZROW
 m2zdone: // the largest of both halves, and the NaN lanes as the eight-lane loop keeps them
 	VEXTRACTF64X4 $1, Z11, Y0
 	VMAXPS        Y0, Y11, Y11
@@ -1787,8 +2125,8 @@ m2ret:
 // v0 = exp(e0 − s0), v1 = exp(e1 − s1) as expScaleShiftSumAVX2 forms them at c = 1 (v1 =
 // s1·e1 if values1), e0 = v0 + v1, and returns Σ v0 and Σ v1 in its lanes and order;
 // n > 0. The last n mod 8 elements go through masked loads and stores. With wide (the CPU
-// has AVX-512F), sixteen elements at a time go through zmm registers first, with the same
-// bits.
+// has AVX-512F), sixteen elements at a time go through zmm registers first (XS2ZROW), with
+// the same bits.
 TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-48
 	MOVQ         e0+0(FP), DI
 	MOVQ         e1+8(FP), SI
@@ -1805,58 +2143,8 @@ TEXT ·expShiftSum2AVX2(SB), NOSPLIT, $0-48
 	VBROADCASTSS s0+24(FP), Z9
 	VBROADCASTSS s1+28(FP), Z10
 	VBROADCASTSS C_one, Z8
-	MOVQ         CX, R10
-	SHRQ         $4, R10
-	JZ           x2ztail
-x2zloop:
-	VMOVUPS (DI), Z0
-	VMOVAPS Z9, Z7
-	EXPCS16
-	VMOVAPS Z0, Z11
-	ADDHALVES(Y6)
-	TESTQ   R8, R8
-	JNZ     x2zval
-	VMOVUPS (SI), Z0
-	VMOVAPS Z10, Z7
-	EXPCS16
-	JMP     x2zadd
-x2zval:
-	VMULPS  (SI), Z10, Z0
-x2zadd:
-	ADDHALVES(Y12)
-	VADDPS  Z11, Z0, Z0
-	VMOVUPS Z0, (DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DI
-	DECQ    R10
-	JNZ     x2zloop
-x2ztail: // the last n mod 16 through the mask K2, their lanes zeroed before the sums
-	ANDQ      $15, CX
-	JZ        x2done
-	MOVL      $1, AX
-	SHLL      CX, AX
-	DECL      AX
-	KMOVW     AX, K2
-	VMOVUPS.Z (DI), K2, Z0
-	VMOVAPS   Z9, Z7
-	EXPCS16
-	VMOVAPS.Z Z0, K2, Z0
-	VMOVAPS   Z0, Z11
-	ADDHALVES(Y6)
-	VMOVUPS.Z (SI), K2, Z0
-	TESTQ     R8, R8
-	JNZ       x2ztval
-	VMOVAPS   Z10, Z7
-	EXPCS16
-	JMP       x2ztadd
-x2ztval:
-	VMULPS    Z10, Z0, Z0
-x2ztadd:
-	VMOVAPS.Z Z0, K2, Z0
-	ADDHALVES(Y12)
-	VADDPS    Z11, Z0, Z0
-	VMOVUPS   Z0, K2, (DI)
-	JMP       x2done
+	XS2ZROW
+	JMP          x2done
 x2narrow:
 	MOVQ         CX, DX
 	ANDQ         $7, DX
@@ -1923,7 +2211,7 @@ x2done:
 // scoreGradSubAVX2 forms them; returns Σ g and Σ v in their lanes and order; n > 0. The
 // last n mod 8 elements go through masked loads and stores, their lanes masked out of the
 // sums. With wide (the CPU has AVX-512F), sixteen elements at a time go through zmm
-// registers first, with the same bits.
+// registers first (MSHZROW), with the same bits.
 TEXT ·mixShareAVX2(SB), NOSPLIT, $0-96
 	MOVQ         gr+0(FP), DI
 	MOVQ         d+8(FP), BX
@@ -1950,92 +2238,8 @@ TEXT ·mixShareAVX2(SB), NOSPLIT, $0-96
 	VBROADCASTSS shift+56(FP), Z7
 	VBROADCASTSS delta+60(FP), Z9
 	VBROADCASTSS f+64(FP), Z10
-	MOVQ         CX, R10
-	SHRQ         $4, R10
-	JZ           msztail
-mszloop:
-	VMOVUPS (SI), Z0
-	TESTQ   R8, R8
-	JZ      mszterm // the dot product itself
-	VADDPS  (DX), Z4, Z1
-	VFMADD231PS.BCST vneg2<>(SB), Z0, Z1
-	VMAXPS  Z1, Z14, Z0
-	CMPQ    R8, $64
-	JNE     mszterm
-	VSQRTPS Z0, Z0
-mszterm:
-	TESTQ   R13, R13
-	JNZ     mszval
-	EXPCS16
-	JMP     mszgot
-mszval:
-	VMULPS  Z8, Z0, Z0
-	VADDPS.BCST C_one, Z0, Z0
-	VBROADCASTSS C_one, Z3
-	VDIVPS  Z0, Z3, Z0
-mszgot:
-	VMULPS  Z10, Z0, Z0
-	VMOVUPS (BX), Z12
-	VSUBPS  Z9, Z12, Z12
-	VMULPS  Z12, Z0, Z0
-	VMOVUPS Z0, (DI)
-	ADDHALVES(Y11)
-	VMULPS  (R11), Z12, Z2
-	VSUBPS  Z0, Z2, Z0
-	VMOVUPS Z0, (BX)
-	VMOVAPS Z2, Z0
-	ADDHALVES(Y15)
-	ADDQ    $64, SI
-	ADDQ    $64, DX
-	ADDQ    $64, DI
-	ADDQ    $64, BX
-	ADDQ    $64, R11
-	DECQ    R10
-	JNZ     mszloop
-msztail: // the last n mod 16 through the mask K2, their lanes zeroed before the sums
-	ANDQ      $15, CX
-	JZ        msdone
-	MOVL      $1, AX
-	SHLL      CX, AX
-	DECL      AX
-	KMOVW     AX, K2
-	VMOVUPS.Z (SI), K2, Z0
-	TESTQ     R8, R8
-	JZ        msztterm
-	VMOVUPS.Z (DX), K2, Z2
-	VADDPS    Z2, Z4, Z1
-	VFMADD231PS.BCST vneg2<>(SB), Z0, Z1
-	VMAXPS    Z1, Z14, Z0
-	CMPQ      R8, $64
-	JNE       msztterm
-	VSQRTPS   Z0, Z0
-msztterm:
-	TESTQ     R13, R13
-	JNZ       msztval
-	EXPCS16
-	JMP       msztgot
-msztval:
-	VMULPS    Z8, Z0, Z0
-	VADDPS.BCST C_one, Z0, Z0
-	VBROADCASTSS C_one, Z3
-	VDIVPS    Z0, Z3, Z0
-msztgot:
-	VMOVAPS.Z Z0, K2, Z0
-	VMULPS    Z10, Z0, Z0
-	VMOVUPS.Z (BX), K2, Z12
-	VSUBPS    Z9, Z12, Z12
-	VMULPS    Z12, Z0, Z0
-	VMOVUPS   Z0, K2, (DI)
-	VMOVAPS.Z Z0, K2, Z0
-	ADDHALVES(Y11)
-	VMOVUPS.Z (R11), K2, Z3
-	VMULPS    Z3, Z12, Z2
-	VMOVAPS.Z Z2, K2, Z2
-	VSUBPS    Z0, Z2, Z0
-	VMOVUPS   Z0, K2, (BX)
-	VMOVAPS   Z2, Z0
-	ADDHALVES(Y15)
-	JMP       msdone
+	MSHZROW
+	JMP          msdone
 msnarrow:
 	MOVQ         CX, R10
 	ANDQ         $7, R10
@@ -2138,8 +2342,8 @@ msdone:
 // instead of the second (g is not written). Returns the calls' sums. n > 0; cs is not
 // read when both terms are 0. The last n mod 8 elements go through masked loads and
 // stores (the mask kept at 96(SP)), each call's tail as its own. With wide (the CPU has
-// AVX-512F), sixteen elements at a time go through zmm registers, the last n mod 16
-// through the mask K2, with the same bits.
+// AVX-512F), sixteen elements at a time go through zmm registers (MC2ZROW), the last n mod
+// 16 through the mask K2, with the same bits.
 TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-104
 	MOVQ         d+0(FP), DI
 	MOVQ         gr+8(FP), R11
@@ -2171,163 +2375,9 @@ TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-104
 	VBROADCASTSS cb+52(FP), Z8
 	VBROADCASTSS ca+56(FP), Z10
 	VBROADCASTSS X7, Z7
-	KXORW        K5, K5, K5 // K5, K6: tb is the squared distance, the dot product
-	KXORW        K6, K6, K6
-	KXORW        K7, K7, K7 // K7, K1: ta is the squared distance, the dot product
-	KXORW        K1, K1, K1
-	KXNORW       K0, K0, K2 // all ones (K2 is set again for the tail)
-	CMPQ         R8, $32
-	JNE          mczk6
-	KMOVW        K2, K5
-mczk6:
-	TESTQ        R8, R8
-	JNZ          mczk7
-	KMOVW        K2, K6
-mczk7:
-	CMPQ         R12, $32
-	JNE          mczk1
-	KMOVW        K2, K7
-mczk1:
-	TESTQ        R12, R12
-	JNZ          mczkdone
-	KMOVW        K2, K1
-mczkdone:
-	MOVQ         CX, R10
-	SHRQ         $4, R10
-	JZ           mcztail
-mczloop:
-	VMOVUPS (SI), Z1
-	VMOVUPS (DX), Z2
-	ZTERMS2
-	ZPICK(K5, K6, Z17)
-	ZPICK(K7, K1, Z18)
-	VMOVUPS (DI), Z0 // b: its score gradients in d
-	VMULPS  Z17, Z0, Z2
-	ADDZ(Z2, Y2, Y6, Y3)
-	VMULPS  Z8, Z0, Z0
-	TESTQ   R8, R8
-	JZ      mczbset
-	CMPQ    R8, $64
-	JNE     mczbsq
-	VMOVAPS Z17, Z19
-	ZDISTDIV(Z19)
-mczbsq:
-	ADDZ(Z0, Y0, Y9, Y3)
-	VADDPS  (BX), Z0, Z2
-	VMOVUPS Z2, (BX)
-	VMULPS  Z7, Z0, Z0
-mczbset:
-	VMOVAPS Z0, Z16 // b's coefficients, a's added below
-	TESTQ   R13, R13
-	JNZ     mczarat
-	VMOVUPS (R11), Z0 // a: its score gradients in g
-	VMULPS  Z18, Z0, Z2
-	ADDZ(Z2, Y2, Y11, Y3)
-	VMULPS  Z10, Z0, Z0
-	TESTQ   R12, R12
-	JZ      mczaadd
-	CMPQ    R12, $64
-	JNE     mczasq
-	VMOVAPS Z18, Z19
-	ZDISTDIV(Z19)
-mczasq:
-	ADDZ(Z0, Y0, Y15, Y3)
-	VADDPS  (BX), Z0, Z2
-	VMOVUPS Z2, (BX)
-	VMULPS  Z7, Z0, Z0
-	JMP     mczaadd
-mczarat:
-	VMOVUPS (R11), Z0
-	VADDPS  Z10, Z18, Z2
-	VDIVPS  Z2, Z0, Z0
-	VMULPS  Z18, Z0, Z3
-	ADDZ(Z3, Y3, Y11, Y2)
-	VPXORD.BCST vsign<>(SB), Z0, Z0
-	ADDZ(Z0, Y0, Y15, Y3)
-	VADDPS  (BX), Z0, Z2
-	VMOVUPS Z2, (BX)
-	VMULPS  Z7, Z0, Z0
-mczaadd:
-	VADDPS  Z16, Z0, Z0
-	VMOVUPS Z0, (DI)
-	ADDQ    $64, SI
-	ADDQ    $64, DX
-	ADDQ    $64, DI
-	ADDQ    $64, R11
-	ADDQ    $64, BX
-	DECQ    R10
-	JNZ     mczloop
-mcztail: // the last n mod 16 through the mask K2, their lanes zeroed before the sums
-	ANDQ      $15, CX
-	JZ        mcdone
-	MOVL      $1, AX
-	SHLL      CX, AX
-	DECL      AX
-	KMOVW     AX, K2
-	VMOVUPS.Z (SI), K2, Z1
-	VMOVUPS.Z (DX), K2, Z2
-	ZTERMS2
-	ZPICK(K5, K6, Z17)
-	ZPICK(K7, K1, Z18)
-	VMOVUPS.Z (DI), K2, Z0
-	VMULPS    Z17, Z0, Z2
-	VMOVAPS.Z Z2, K2, Z2
-	ADDZ(Z2, Y2, Y6, Y3)
-	VMULPS    Z8, Z0, Z0
-	TESTQ     R8, R8
-	JZ        mcztbset
-	CMPQ      R8, $64
-	JNE       mcztbsq
-	VMOVAPS   Z17, Z19
-	ZDISTDIV(Z19)
-mcztbsq:
-	VMOVAPS.Z Z0, K2, Z0
-	ADDZ(Z0, Y0, Y9, Y3)
-	VMOVUPS.Z (BX), K2, Z2
-	VADDPS    Z2, Z0, Z2
-	VMOVUPS   Z2, K2, (BX)
-	VMULPS    Z7, Z0, Z0
-mcztbset:
-	VMOVAPS.Z Z0, K2, Z16
-	TESTQ     R13, R13
-	JNZ       mcztarat
-	VMOVUPS.Z (R11), K2, Z0
-	VMULPS    Z18, Z0, Z2
-	VMOVAPS.Z Z2, K2, Z2
-	ADDZ(Z2, Y2, Y11, Y3)
-	VMULPS    Z10, Z0, Z0
-	TESTQ     R12, R12
-	JZ        mcztaadd
-	CMPQ      R12, $64
-	JNE       mcztasq
-	VMOVAPS   Z18, Z19
-	ZDISTDIV(Z19)
-mcztasq:
-	VMOVAPS.Z Z0, K2, Z0
-	ADDZ(Z0, Y0, Y15, Y3)
-	VMOVUPS.Z (BX), K2, Z2
-	VADDPS    Z2, Z0, Z2
-	VMOVUPS   Z2, K2, (BX)
-	VMULPS    Z7, Z0, Z0
-	JMP       mcztaadd
-mcztarat:
-	VMOVUPS.Z (R11), K2, Z0
-	VADDPS    Z10, Z18, Z2
-	VDIVPS    Z2, Z0, Z0
-	VMULPS    Z18, Z0, Z3
-	VMOVAPS.Z Z3, K2, Z3
-	ADDZ(Z3, Y3, Y11, Y2)
-	VPXORD.BCST vsign<>(SB), Z0, Z0
-	VMOVAPS.Z Z0, K2, Z0
-	ADDZ(Z0, Y0, Y15, Y3)
-	VMOVUPS.Z (BX), K2, Z2
-	VADDPS    Z2, Z0, Z2
-	VMOVUPS   Z2, K2, (BX)
-	VMULPS    Z7, Z0, Z0
-mcztaadd:
-	VADDPS    Z16, Z0, Z0
-	VMOVUPS   Z0, K2, (DI)
-	JMP       mcdone
+	MC2ZMASKS
+	MC2ZROW
+	JMP          mcdone
 mcnarrow:
 	MOVQ         CX, R10
 	ANDQ         $7, R10
@@ -2492,4 +2542,215 @@ pfloop:
 	ADDQ $64, SI
 	CMPQ SI, CX
 	JB   pfloop
+	RET
+
+// The row-block loops: each runs one of the sixteen-lane loops above over the rows of a
+// block, a MixRow at a time (vmath.MixRow, its offsets in mixrows.go), in zmm registers
+// (AVX-512F); each row's results are the one-row loop's bits. A row of no elements is
+// skipped (its results are −Inf or 0). nrows > 0.
+#define ROW_E0 0
+#define ROW_N 8
+#define ROW_E1 24
+#define ROW_DOTS 48
+#define ROW_KK 72
+#define ROW_P 96
+#define ROW_CS 120
+#define ROW_QQ 144
+#define ROW_S0 148
+#define ROW_S1 152
+#define ROW_S2 156
+#define ROW_R0 160
+#define ROW_R1 164
+#define ROW_R2 168
+#define ROW_R3 172
+#define ROW_SIZE 176
+
+// func mixScores2Rows512(rows *MixRow, nrows int, c0, c1 float32, t0, t1 int, rational1 bool)
+// mixScores2AVX2 for each row: R0 the largest of both rows' scores, NaN when one is NaN.
+TEXT ·mixScores2Rows512(SB), NOSPLIT, $0-41
+	MOVQ         rows+0(FP), BX
+	MOVQ         nrows+8(FP), R9
+	VBROADCASTSS c0+16(FP), Z8
+	VBROADCASTSS c1+20(FP), Z10
+	MOVQ         t0+24(FP), R8
+	SHLQ         $5, R8
+	MOVQ         t1+32(FP), R12
+	SHLQ         $5, R12
+	MOVBLZX      rational1+40(FP), R13
+	VBROADCASTSS C_one, Z5
+	VXORPS       Y14, Y14, Y14
+	MOVL         $0xff800000, AX // −Inf
+	VPBROADCASTD AX, Z7
+	MS2ZMASKS
+rsrow:
+	MOVQ         ROW_N(BX), CX
+	TESTQ        CX, CX
+	JZ           rsempty
+	MOVQ         ROW_E0(BX), DI
+	MOVQ         ROW_E1(BX), R11
+	MOVQ         ROW_DOTS(BX), SI
+	MOVQ         ROW_KK(BX), DX
+	VBROADCASTSS ROW_QQ(BX), Z4
+	VMOVAPS      Z7, Z11
+	KXORW        K3, K3, K3 // the NaN lanes
+	MS2ZROW
+	VEXTRACTF64X4 $1, Z11, Y0 // the largest of both halves, then of the eight lanes as the eight-lane loop takes it
+	VMAXPS        Y0, Y11, Y11
+	VMOVAPS       Y11, Y0
+	LANESMAX
+	KORTESTW      K3, K3
+	JZ            rsstore
+	MOVL          $0x7fc00000, AX // NaN
+	MOVL          AX, X0
+rsstore:
+	VMOVSS        X0, ROW_R0(BX)
+	JMP           rsadv
+rsempty:
+	VMOVSS        X7, ROW_R0(BX)
+rsadv:
+	ADDQ          $ROW_SIZE, BX
+	DECQ          R9
+	JNZ           rsrow
+	VZEROUPPER
+	RET
+
+// func expShiftSum2Rows512(rows *MixRow, nrows int, values1 bool)
+// expShiftSum2AVX2 for each row at its shifts S0 and S1: R0 and R1 the two sums.
+TEXT ·expShiftSum2Rows512(SB), NOSPLIT, $0-17
+	MOVQ         rows+0(FP), BX
+	MOVQ         nrows+8(FP), R9
+	MOVBLZX      values1+16(FP), R8
+	VBROADCASTSS C_one, Z8
+xrrow:
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y12, Y12, Y12
+	MOVQ         ROW_N(BX), CX
+	TESTQ        CX, CX
+	JZ           xrdone
+	MOVQ         ROW_E0(BX), DI
+	MOVQ         ROW_E1(BX), SI
+	VBROADCASTSS ROW_S0(BX), Z9
+	VBROADCASTSS ROW_S1(BX), Z10
+	XS2ZROW
+xrdone:
+	LANES8
+	VMOVSS  X6, ROW_R0(BX)
+	VMOVAPS Y12, Y6
+	LANES8
+	VMOVSS  X6, ROW_R1(BX)
+	ADDQ    $ROW_SIZE, BX
+	DECQ    R9
+	JNZ     xrrow
+	VZEROUPPER
+	RET
+
+// func scaleFlushRows512(rows *MixRow, nrows int)
+// scaleFlushAVX2 for each row's E0 at the factor S0.
+TEXT ·scaleFlushRows512(SB), NOSPLIT, $0-16
+	MOVQ         rows+0(FP), BX
+	MOVQ         nrows+8(FP), R9
+	MOVL         $0x00800000, AX // 2⁻¹²⁶
+	VPBROADCASTD AX, Z2
+sfrow:
+	MOVQ         ROW_N(BX), CX
+	TESTQ        CX, CX
+	JZ           sfadv
+	MOVQ         ROW_E0(BX), SI
+	VBROADCASTSS ROW_S0(BX), Z1
+	SFZROW
+sfadv:
+	ADDQ         $ROW_SIZE, BX
+	DECQ         R9
+	JNZ          sfrow
+	VZEROUPPER
+	RET
+
+// func mixShareRows512(rows *MixRow, nrows int, c float32, term int, rational bool)
+// mixShareAVX2 for each row: g = E1, d = E0, p = P, the dot products Dots (and KK), the
+// row's qq, shift, delta and f in QQ, S0, S1 and S2; R0 = Σ g, R1 = Σ v.
+TEXT ·mixShareRows512(SB), NOSPLIT, $0-33
+	MOVQ         rows+0(FP), R12
+	MOVQ         nrows+8(FP), R9
+	VBROADCASTSS c+16(FP), Z8
+	MOVQ         term+24(FP), R8
+	SHLQ         $5, R8
+	MOVBLZX      rational+32(FP), R13
+	VXORPS       Y14, Y14, Y14
+mrrow:
+	VXORPS       Y11, Y11, Y11
+	VXORPS       Y15, Y15, Y15
+	MOVQ         ROW_N(R12), CX
+	TESTQ        CX, CX
+	JZ           mrdone
+	MOVQ         ROW_E1(R12), DI
+	MOVQ         ROW_E0(R12), BX
+	MOVQ         ROW_P(R12), R11
+	MOVQ         ROW_DOTS(R12), SI
+	MOVQ         ROW_KK(R12), DX
+	VBROADCASTSS ROW_QQ(R12), Z4
+	VBROADCASTSS ROW_S0(R12), Z7
+	VBROADCASTSS ROW_S1(R12), Z9
+	VBROADCASTSS ROW_S2(R12), Z10
+	MSHZROW
+mrdone:
+	VMOVAPS Y11, Y6
+	LANES8
+	VMOVSS  X6, ROW_R0(R12)
+	VMOVAPS Y15, Y6
+	LANES8
+	VMOVSS  X6, ROW_R1(R12)
+	ADDQ    $ROW_SIZE, R12
+	DECQ    R9
+	JNZ     mrrow
+	VZEROUPPER
+	RET
+
+// func mixCoefs2Rows512(rows *MixRow, nrows int, cb, ca float32, tb, ta int, rationalA bool)
+// mixCoefs2AVX2 for each row: d = E0, g = E1, the dot products Dots (and KK), cs = CS, the
+// row's qq in QQ; R0..R3 = gxb, sdb, gxa, sda. The rows add into their CS in order.
+TEXT ·mixCoefs2Rows512(SB), NOSPLIT, $0-41
+	MOVQ         rows+0(FP), R9
+	VBROADCASTSS cb+16(FP), Z8
+	VBROADCASTSS ca+20(FP), Z10
+	MOVQ         tb+24(FP), R8
+	SHLQ         $5, R8
+	MOVQ         ta+32(FP), R12
+	SHLQ         $5, R12
+	MOVBLZX      rationalA+40(FP), R13
+	VXORPS       Y5, Y5, Y5
+	VXORPS       Y14, Y14, Y14
+	MOVL         $0xc0000000, AX // −2
+	VPBROADCASTD AX, Z7
+	MC2ZMASKS
+mkrow: // the row count stays in nrows+8(FP): every general register is taken
+	VXORPS       Y6, Y6, Y6
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y11, Y11, Y11
+	VXORPS       Y15, Y15, Y15
+	MOVQ         ROW_N(R9), CX
+	TESTQ        CX, CX
+	JZ           mkdone
+	MOVQ         ROW_E0(R9), DI
+	MOVQ         ROW_E1(R9), R11
+	MOVQ         ROW_DOTS(R9), SI
+	MOVQ         ROW_KK(R9), DX
+	MOVQ         ROW_CS(R9), BX
+	VBROADCASTSS ROW_QQ(R9), Z4
+	MC2ZROW
+mkdone:
+	LANES8
+	VMOVSS  X6, ROW_R0(R9)
+	VMOVAPS Y9, Y6
+	LANES8
+	VMOVSS  X6, ROW_R1(R9)
+	VMOVAPS Y11, Y6
+	LANES8
+	VMOVSS  X6, ROW_R2(R9)
+	VMOVAPS Y15, Y6
+	LANES8
+	VMOVSS  X6, ROW_R3(R9)
+	ADDQ    $ROW_SIZE, R9
+	DECQ    nrows+8(FP)
+	JNZ     mkrow
+	VZEROUPPER
 	RET
