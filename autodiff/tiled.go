@@ -1078,9 +1078,14 @@ func pairParamGrads[T float](k *pairSpec, n, tq int, hRows, biasParts, thetaPart
 func addNormGrads[T, G float](dx, x []T, g []G, r0, ld, d int) {
 	if dx32, ok := any(dx).([]float32); ok {
 		x32 := any(x).([]float32)
-		for i, gi := range g {
-			t := r0 + i
-			vmath.AddScaled(dx32[t*ld:t*ld+d], x32[t*ld:t*ld+d], float32(2*gi))
+		var f [64]float32 // the rows' factors, a chunk at a time: one vector call per chunk
+		for c0 := 0; c0 < len(g); c0 += len(f) {
+			n := min(len(f), len(g)-c0)
+			for i, gi := range g[c0 : c0+n] {
+				f[i] = float32(2 * gi)
+			}
+			o := (r0 + c0) * ld
+			vmath.AddScaledRows(dx32[o:], x32[o:], f[:n], ld, d)
 		}
 		return
 	}

@@ -1,6 +1,9 @@
 package vmath
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // AddTo sets y[i] = a[i] + b[i] (b and y must be at least as long as a), the same
 // float32 additions on every path.
@@ -122,6 +125,33 @@ func AddScaled(y, x []float32, a float32) {
 	}
 	for i := n; i < len(y); i++ {
 		y[i] += float32(a * x[i]) // the conversion rounds the product: no fusing
+	}
+}
+
+// AddScaledRows is AddScaled(y[r·ld : r·ld+n], x[r·ld : r·ld+n], a[r]) for each row r
+// of a, with the same bits: one call for the rows of a matrix (rows ld apart, n wide).
+func AddScaledRows(y, x, a []float32, ld, n int) {
+	rows := len(a)
+	if rows == 0 || n <= 0 {
+		return
+	}
+	if last := (rows-1)*ld + n; ld < n || len(y) < last || len(x) < last {
+		panic(fmt.Sprintf("vmath: AddScaledRows of %d rows of %d, %d apart, over %d and %d elements", rows, n, ld, len(y), len(x)))
+	}
+	n8 := 0
+	if hasAVX2 {
+		n8 = n &^ 7
+		if n8 > 0 {
+			addScaledRowsAVX2(&y[0], &x[0], &a[0], rows, ld, n8)
+		}
+	}
+	if n8 < n {
+		for r, f := range a {
+			yr, xr := y[r*ld+n8:r*ld+n], x[r*ld+n8:r*ld+n]
+			for i := range yr {
+				yr[i] += float32(f * xr[i]) // the conversion rounds the product: no fusing
+			}
+		}
 	}
 }
 

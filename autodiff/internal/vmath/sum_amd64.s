@@ -114,3 +114,35 @@ asloop:
 	JNZ     asloop
 	VZEROUPPER
 	RET
+
+// func addScaledRowsAVX2(y, x, a *float32, rows, ld, n int)
+// addScaledAVX2(y + r·ld, x + r·ld, n, a[r]) for each of the rows > 0 (n a positive
+// multiple of 8): the same roundings, one call for the rows.
+TEXT ·addScaledRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ a+16(FP), DX
+	MOVQ rows+24(FP), R8
+	MOVQ ld+32(FP), R9
+	SHLQ $2, R9
+	MOVQ n+40(FP), R10
+asrrow:
+	VBROADCASTSS (DX), Y4
+	MOVQ         DI, R11
+	MOVQ         SI, R12
+	MOVQ         R10, CX
+asrloop:
+	VMULPS  (R12), Y4, Y0
+	VADDPS  (R11), Y0, Y0
+	VMOVUPS Y0, (R11)
+	ADDQ    $32, R11
+	ADDQ    $32, R12
+	SUBQ    $8, CX
+	JNZ     asrloop
+	ADDQ    R9, DI
+	ADDQ    R9, SI
+	ADDQ    $4, DX
+	DECQ    R8
+	JNZ     asrrow
+	VZEROUPPER
+	RET

@@ -150,6 +150,36 @@ func TestAddScaled(t *testing.T) {
 	})
 }
 
+// TestAddScaledRows checks AddScaledRows against AddScaled row by row, bit for bit, on
+// both paths, for widths around the vector width and rows apart by more than their width,
+// and that it writes nothing between or after the rows.
+func TestAddScaledRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{1, 7, 8, 9, 16, 17, 33} {
+			for _, rows := range []int{1, 2, 5} {
+				ld := n + 3
+				y, x := elemInput(rng, rows*ld+8), elemInput(rng, rows*ld+8)
+				a := elemInput(rng, rows)
+				want := append([]float32(nil), y...)
+				for r := range rows {
+					AddScaled(want[r*ld:r*ld+n], x[r*ld:r*ld+n], a[r])
+				}
+				AddScaledRows(y, x, a, ld, n)
+				if i := sameBits(y, want); i >= 0 {
+					t.Fatalf("avx2=%v n=%d rows=%d: y[%d] = %v, want %v", avx, n, rows, i, y[i], want[i])
+				}
+			}
+		}
+	})
+	defer func() {
+		if recover() == nil {
+			t.Fatal("AddScaledRows took rows past the end of y")
+		}
+	}()
+	AddScaledRows(make([]float32, 10), make([]float32, 20), make([]float32, 2), 8, 4)
+}
+
 // onEachPath runs f on the pure-Go loops and, where the CPU has them, on the AVX2 kernels,
 // and leaves the kernels as it found them.
 func onEachPath(f func(avx bool)) {
