@@ -10,7 +10,9 @@ import (
 // scalars in, its results out. A block's rows are independent, so one call over them
 // all lets the CPU overlap one row's chain of work (a largest score, then its
 // exponentials, then their sum) with the next's, with no call per row. A row of no
-// elements (E0 empty) is skipped.
+// elements (E0 empty) is skipped. Every slice a loop reads must be at least as long as
+// the row's E0 (KK and CS only where a term is a distance): a loop panics at the first
+// row that is not, the rows before it done.
 //
 //	loop          E0  E1  P  CS  S0     S1     S2  R0, R1, …
 //	MixScores2    e0  e1             .      .      .   the largest score
@@ -45,48 +47,39 @@ const (
 	mixRowSize = 176
 )
 
-// The slices a row-block loop reads beside E0.
-const (
-	rowE1 = 1 << iota
-	rowDots
-	rowKK
-	rowP
-	rowCS
-)
+// needs says which slices beside E0 a row-block loop reads.
+type needs struct{ e1, dots, kk, p, cs bool }
 
-// checkRows panics, naming the row, when one of the slices a loop reads (of want) is
-// shorter than the row's E0: the assembly loops read them at E0's length.
-func checkRows(rows []MixRow, want int) {
+// checkRows is the assembly loops' check for the Go loops: it panics (shortRow) at the
+// first row one of whose slices in need is shorter than its E0.
+func checkRows(rows []MixRow, need needs) {
 	for i := range rows {
 		r := &rows[i]
 		n := len(r.E0)
-		for _, c := range []struct {
-			bit int
-			x   []float32
-		}{{rowE1, r.E1}, {rowDots, r.Dots}, {rowKK, r.KK}, {rowP, r.P}, {rowCS, r.CS}} {
-			if want&c.bit != 0 && len(c.x) < n {
-				panic(fmt.Sprintf("vmath: row %d of %d elements: e1 %d, dots %d, kk %d, p %d, cs %d", i, n, len(r.E1), len(r.Dots), len(r.KK), len(r.P), len(r.CS)))
-			}
+		if need.e1 && len(r.E1) < n || need.dots && len(r.Dots) < n || need.kk && len(r.KK) < n ||
+			need.p && len(r.P) < n || need.cs && len(r.CS) < n {
+			shortRow(rows, i)
 		}
 	}
 }
 
-// distRows is rowKK where a or b reads distances.
-func distRows(a, b Comp) int {
-	if distances(a, b) {
-		return rowKK
-	}
-	return 0
+// shortRow panics, naming row i of rows, one of whose slices that a row-block loop reads
+// is shorter than its E0 (the assembly loops check them as they go).
+func shortRow(rows []MixRow, i int) {
+	r := &rows[i]
+	panic(fmt.Sprintf("vmath: row %d of %d elements: e1 %d, dots %d, kk %d, p %d, cs %d", i, len(r.E0), len(r.E1), len(r.Dots), len(r.KK), len(r.P), len(r.CS)))
 }
 
 // MixScores2Rows sets each row's R0 to MixScores2(E0, E1, Dots, QQ, KK, a, b), with the
 // same bits; a row of no elements gets −Inf.
 func MixScores2Rows(rows []MixRow, a, b Comp) {
-	checkRows(rows, rowE1|rowDots|distRows(a, b))
 	if hasAVX2 && hasAVX512 && len(rows) > 0 {
-		mixScores2Rows512(&rows[0], len(rows), a.C, b.C, int(a.Term), int(b.Term), b.Rational)
+		if bad := mixScores2Rows512(&rows[0], len(rows), a.C, b.C, int(a.Term), int(b.Term), b.Rational); bad >= 0 {
+			shortRow(rows, bad)
+		}
 		return
 	}
+	checkRows(rows, needs{e1: true, dots: true, kk: distances(a, b)})
 	for i := range rows {
 		r := &rows[i]
 		r.R0 = float32(math.Inf(-1))
@@ -99,11 +92,13 @@ func MixScores2Rows(rows []MixRow, a, b Comp) {
 // ExpShiftSum2Rows sets each row's R0, R1 to ExpShiftSum2(E0, E1, S0, S1, values1), with
 // the same bits; a row of no elements gets 0, 0.
 func ExpShiftSum2Rows(rows []MixRow, values1 bool) {
-	checkRows(rows, rowE1)
 	if hasAVX2 && hasAVX512 && len(rows) > 0 {
-		expShiftSum2Rows512(&rows[0], len(rows), values1)
+		if bad := expShiftSum2Rows512(&rows[0], len(rows), values1); bad >= 0 {
+			shortRow(rows, bad)
+		}
 		return
 	}
+	checkRows(rows, needs{e1: true})
 	for i := range rows {
 		r := &rows[i]
 		r.R0, r.R1 = 0, 0
@@ -127,11 +122,13 @@ func ScaleFlushRows(rows []MixRow) {
 // MixShareRows sets each row's E1 (g) and E0 (d), and R0, R1, to MixShare(E1, E0, P,
 // Dots, QQ, KK, a, S0, S1, S2), with the same bits; a row of no elements gets 0, 0.
 func MixShareRows(rows []MixRow, a Comp) {
-	checkRows(rows, rowE1|rowDots|rowP|distRows(a, a))
 	if hasAVX2 && hasAVX512 && len(rows) > 0 {
-		mixShareRows512(&rows[0], len(rows), a.C, int(a.Term), a.Rational)
+		if bad := mixShareRows512(&rows[0], len(rows), a.C, int(a.Term), a.Rational); bad >= 0 {
+			shortRow(rows, bad)
+		}
 		return
 	}
+	checkRows(rows, needs{e1: true, dots: true, p: true, kk: a.Term != TermDot})
 	for i := range rows {
 		r := &rows[i]
 		r.R0, r.R1 = 0, 0
@@ -145,19 +142,17 @@ func MixShareRows(rows []MixRow, a Comp) {
 // b, a), with the same bits, the rows in order (they may share their CS); a row of no
 // elements gets zeros.
 func MixCoefs2Rows(rows []MixRow, b, a Comp) {
-	dist := distRows(a, b)
-	if dist != 0 {
-		dist |= rowCS
-	}
-	checkRows(rows, rowE1|rowDots|dist)
 	if hasAVX2 && hasAVX512 && len(rows) > 0 {
 		ca := a.C
 		if a.Rational {
 			ca = a.A // RatioGrad's constant, as MixCoefs2 passes it
 		}
-		mixCoefs2Rows512(&rows[0], len(rows), b.C, ca, int(b.Term), int(a.Term), a.Rational)
+		if bad := mixCoefs2Rows512(&rows[0], len(rows), b.C, ca, int(b.Term), int(a.Term), a.Rational); bad >= 0 {
+			shortRow(rows, bad)
+		}
 		return
 	}
+	checkRows(rows, needs{e1: true, dots: true, kk: distances(a, b), cs: distances(a, b)})
 	for i := range rows {
 		r := &rows[i]
 		r.R0, r.R1, r.R2, r.R3 = 0, 0, 0, 0

@@ -3,6 +3,7 @@ package vmath
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -167,14 +168,40 @@ func TestMixRows(t *testing.T) {
 	})
 }
 
-// TestMixRowsShort checks that the row-block loops refuse a row whose slices are shorter
-// than its E0.
+// TestMixRowsShort checks that each row-block loop refuses a row one of whose slices is
+// shorter than its E0, on each path, naming the row.
 func TestMixRowsShort(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Fatal("MixScores2Rows took a row whose dot products are shorter than it")
+	lin, dist := Comp{C: 1}, Comp{C: 1, Term: TermDist}
+	loops := []struct {
+		name  string
+		short func(r *MixRow)
+		run   func(rows []MixRow)
+	}{
+		{"MixScores2Rows e1", func(r *MixRow) { r.E1 = r.E1[:3] }, func(rows []MixRow) { MixScores2Rows(rows, lin, lin) }},
+		{"MixScores2Rows dots", func(r *MixRow) { r.Dots = r.Dots[:3] }, func(rows []MixRow) { MixScores2Rows(rows, lin, lin) }},
+		{"MixScores2Rows kk", func(r *MixRow) { r.KK = r.KK[:3] }, func(rows []MixRow) { MixScores2Rows(rows, lin, dist) }},
+		{"ExpShiftSum2Rows e1", func(r *MixRow) { r.E1 = r.E1[:3] }, func(rows []MixRow) { ExpShiftSum2Rows(rows, false) }},
+		{"MixShareRows p", func(r *MixRow) { r.P = r.P[:3] }, func(rows []MixRow) { MixShareRows(rows, lin) }},
+		{"MixShareRows kk", func(r *MixRow) { r.KK = nil }, func(rows []MixRow) { MixShareRows(rows, dist) }},
+		{"MixCoefs2Rows dots", func(r *MixRow) { r.Dots = r.Dots[:3] }, func(rows []MixRow) { MixCoefs2Rows(rows, lin, lin) }},
+		{"MixCoefs2Rows cs", func(r *MixRow) { r.CS = r.CS[:3] }, func(rows []MixRow) { MixCoefs2Rows(rows, lin, dist) }},
+	}
+	onEachPath(func(avx bool) {
+		for _, l := range loops {
+			rows := make([]MixRow, 2)
+			for i := range rows {
+				e := func() []float32 { return make([]float32, 4) }
+				rows[i] = MixRow{E0: e(), E1: e(), Dots: e(), KK: e(), P: e(), CS: e()}
+			}
+			l.short(&rows[1])
+			func() {
+				defer func() {
+					if msg, _ := recover().(string); !strings.Contains(msg, "row 1 of 4") {
+						t.Errorf("avx2=%v avx512=%v %s: panic %q, want one naming row 1", avx, hasAVX512, l.name, msg)
+					}
+				}()
+				l.run(rows)
+			}()
 		}
-	}()
-	e := make([]float32, 4)
-	MixScores2Rows([]MixRow{{E0: e, E1: e, Dots: e[:3], KK: e}}, Comp{C: 1}, Comp{C: 1})
+	})
 }

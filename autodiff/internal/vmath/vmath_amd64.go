@@ -95,10 +95,10 @@ func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1
 func expShiftSum2AVX2(e0, e1 *float32, n int, s0, s1 float32, values1, wide bool) (sum0, sum1 float32)
 
 //go:noescape
-func mixScores2Rows512(rows *MixRow, nrows int, c0, c1 float32, t0, t1 int, rational1 bool)
+func mixScores2Rows512(rows *MixRow, nrows int, c0, c1 float32, t0, t1 int, rational1 bool) (bad int)
 
 //go:noescape
-func expShiftSum2Rows512(rows *MixRow, nrows int, values1 bool)
+func expShiftSum2Rows512(rows *MixRow, nrows int, values1 bool) (bad int)
 
 //go:noescape
 func scaleFlushRows512(rows *MixRow, nrows int)
@@ -110,10 +110,10 @@ func mixShareAVX2(gr, d, p, dots, kk *float32, n int, qq, c, shift, delta, f flo
 func mixCoefs2AVX2(d, gr, dots, kk, cs *float32, n int, qq, cb, ca float32, tb, ta int, rationalA, wide bool) (gxb, sdb, gxa, sda float32)
 
 //go:noescape
-func mixShareRows512(rows *MixRow, nrows int, c float32, term int, rational bool)
+func mixShareRows512(rows *MixRow, nrows int, c float32, term int, rational bool) (bad int)
 
 //go:noescape
-func mixCoefs2Rows512(rows *MixRow, nrows int, cb, ca float32, tb, ta int, rationalA bool)
+func mixCoefs2Rows512(rows *MixRow, nrows int, cb, ca float32, tb, ta int, rationalA bool) (bad int)
 
 //go:noescape
 func addScaledRowsAVX2(y, x, a *float32, rows, ld, n int)

@@ -2565,9 +2565,11 @@ pfloop:
 #define ROW_R3 172
 #define ROW_SIZE 176
 
-// func mixScores2Rows512(rows *MixRow, nrows int, c0, c1 float32, t0, t1 int, rational1 bool)
+// func mixScores2Rows512(rows *MixRow, nrows int, c0, c1 float32, t0, t1 int, rational1 bool) (bad int)
 // mixScores2AVX2 for each row: R0 the largest of both rows' scores, NaN when one is NaN.
-TEXT ·mixScores2Rows512(SB), NOSPLIT, $0-41
+// bad is −1, or the first row whose E1, Dots or (with a distance) KK is shorter than its
+// E0, where the loop stopped.
+TEXT ·mixScores2Rows512(SB), NOSPLIT, $0-56
 	MOVQ         rows+0(FP), BX
 	MOVQ         nrows+8(FP), R9
 	VBROADCASTSS c0+16(FP), Z8
@@ -2586,6 +2588,16 @@ rsrow:
 	MOVQ         ROW_N(BX), CX
 	TESTQ        CX, CX
 	JZ           rsempty
+	CMPQ         ROW_E1+8(BX), CX
+	JLT          rsbad
+	CMPQ         ROW_DOTS+8(BX), CX
+	JLT          rsbad
+	MOVQ         R8, AX
+	ORQ          R12, AX
+	JZ           rsok
+	CMPQ         ROW_KK+8(BX), CX
+	JLT          rsbad
+rsok:
 	MOVQ         ROW_E0(BX), DI
 	MOVQ         ROW_E1(BX), R11
 	MOVQ         ROW_DOTS(BX), SI
@@ -2611,12 +2623,20 @@ rsadv:
 	ADDQ          $ROW_SIZE, BX
 	DECQ          R9
 	JNZ           rsrow
+	MOVQ          $-1, bad+48(FP)
+	VZEROUPPER
+	RET
+rsbad:
+	MOVQ          nrows+8(FP), AX
+	SUBQ          R9, AX
+	MOVQ          AX, bad+48(FP)
 	VZEROUPPER
 	RET
 
-// func expShiftSum2Rows512(rows *MixRow, nrows int, values1 bool)
-// expShiftSum2AVX2 for each row at its shifts S0 and S1: R0 and R1 the two sums.
-TEXT ·expShiftSum2Rows512(SB), NOSPLIT, $0-17
+// func expShiftSum2Rows512(rows *MixRow, nrows int, values1 bool) (bad int)
+// expShiftSum2AVX2 for each row at its shifts S0 and S1: R0 and R1 the two sums. bad is
+// −1, or the first row whose E1 is shorter than its E0, where the loop stopped.
+TEXT ·expShiftSum2Rows512(SB), NOSPLIT, $0-32
 	MOVQ         rows+0(FP), BX
 	MOVQ         nrows+8(FP), R9
 	MOVBLZX      values1+16(FP), R8
@@ -2627,6 +2647,8 @@ xrrow:
 	MOVQ         ROW_N(BX), CX
 	TESTQ        CX, CX
 	JZ           xrdone
+	CMPQ         ROW_E1+8(BX), CX
+	JLT          xrbad
 	MOVQ         ROW_E0(BX), DI
 	MOVQ         ROW_E1(BX), SI
 	VBROADCASTSS ROW_S0(BX), Z9
@@ -2641,6 +2663,13 @@ xrdone:
 	ADDQ    $ROW_SIZE, BX
 	DECQ    R9
 	JNZ     xrrow
+	MOVQ    $-1, bad+24(FP)
+	VZEROUPPER
+	RET
+xrbad:
+	MOVQ    nrows+8(FP), AX
+	SUBQ    R9, AX
+	MOVQ    AX, bad+24(FP)
 	VZEROUPPER
 	RET
 
@@ -2665,10 +2694,12 @@ sfadv:
 	VZEROUPPER
 	RET
 
-// func mixShareRows512(rows *MixRow, nrows int, c float32, term int, rational bool)
+// func mixShareRows512(rows *MixRow, nrows int, c float32, term int, rational bool) (bad int)
 // mixShareAVX2 for each row: g = E1, d = E0, p = P, the dot products Dots (and KK), the
-// row's qq, shift, delta and f in QQ, S0, S1 and S2; R0 = Σ g, R1 = Σ v.
-TEXT ·mixShareRows512(SB), NOSPLIT, $0-33
+// row's qq, shift, delta and f in QQ, S0, S1 and S2; R0 = Σ g, R1 = Σ v. bad is −1, or the
+// first row whose E1, P, Dots or (with a distance) KK is shorter than its E0, where the
+// loop stopped.
+TEXT ·mixShareRows512(SB), NOSPLIT, $0-48
 	MOVQ         rows+0(FP), R12
 	MOVQ         nrows+8(FP), R9
 	VBROADCASTSS c+16(FP), Z8
@@ -2682,6 +2713,17 @@ mrrow:
 	MOVQ         ROW_N(R12), CX
 	TESTQ        CX, CX
 	JZ           mrdone
+	CMPQ         ROW_E1+8(R12), CX
+	JLT          mrbad
+	CMPQ         ROW_P+8(R12), CX
+	JLT          mrbad
+	CMPQ         ROW_DOTS+8(R12), CX
+	JLT          mrbad
+	TESTQ        R8, R8
+	JZ           mrok
+	CMPQ         ROW_KK+8(R12), CX
+	JLT          mrbad
+mrok:
 	MOVQ         ROW_E1(R12), DI
 	MOVQ         ROW_E0(R12), BX
 	MOVQ         ROW_P(R12), R11
@@ -2702,14 +2744,25 @@ mrdone:
 	ADDQ    $ROW_SIZE, R12
 	DECQ    R9
 	JNZ     mrrow
+	MOVQ    $-1, bad+40(FP)
+	VZEROUPPER
+	RET
+mrbad:
+	MOVQ    nrows+8(FP), AX
+	SUBQ    R9, AX
+	MOVQ    AX, bad+40(FP)
 	VZEROUPPER
 	RET
 
-// func mixCoefs2Rows512(rows *MixRow, nrows int, cb, ca float32, tb, ta int, rationalA bool)
+// func mixCoefs2Rows512(rows *MixRow, nrows int, cb, ca float32, tb, ta int, rationalA bool) (bad int)
 // mixCoefs2AVX2 for each row: d = E0, g = E1, the dot products Dots (and KK), cs = CS, the
-// row's qq in QQ; R0..R3 = gxb, sdb, gxa, sda. The rows add into their CS in order.
-TEXT ·mixCoefs2Rows512(SB), NOSPLIT, $0-41
+// row's qq in QQ; R0..R3 = gxb, sdb, gxa, sda. The rows add into their CS in order. bad is
+// −1, or the first row whose E1, Dots or (with a distance) KK or CS is shorter than its
+// E0, where the loop stopped.
+TEXT ·mixCoefs2Rows512(SB), NOSPLIT, $0-56
 	MOVQ         rows+0(FP), R9
+	MOVQ         nrows+8(FP), AX
+	MOVQ         AX, bad+48(FP) // the count, until the end: nrows+8(FP) counts down
 	VBROADCASTSS cb+16(FP), Z8
 	VBROADCASTSS ca+20(FP), Z10
 	MOVQ         tb+24(FP), R8
@@ -2730,6 +2783,18 @@ mkrow: // the row count stays in nrows+8(FP): every general register is taken
 	MOVQ         ROW_N(R9), CX
 	TESTQ        CX, CX
 	JZ           mkdone
+	CMPQ         ROW_E1+8(R9), CX
+	JLT          mkbad
+	CMPQ         ROW_DOTS+8(R9), CX
+	JLT          mkbad
+	MOVQ         R8, AX
+	ORQ          R12, AX
+	JZ           mkok
+	CMPQ         ROW_KK+8(R9), CX
+	JLT          mkbad
+	CMPQ         ROW_CS+8(R9), CX
+	JLT          mkbad
+mkok:
 	MOVQ         ROW_E0(R9), DI
 	MOVQ         ROW_E1(R9), R11
 	MOVQ         ROW_DOTS(R9), SI
@@ -2752,5 +2817,12 @@ mkdone:
 	ADDQ    $ROW_SIZE, R9
 	DECQ    nrows+8(FP)
 	JNZ     mkrow
+	MOVQ    $-1, bad+48(FP)
+	VZEROUPPER
+	RET
+mkbad:
+	MOVQ    bad+48(FP), AX
+	SUBQ    nrows+8(FP), AX
+	MOVQ    AX, bad+48(FP)
 	VZEROUPPER
 	RET
