@@ -377,6 +377,7 @@ type rows32 struct {
 	kernel32
 	zeros  []float32 // [Tk] the terms of a kernel that reads none
 	eb     []float32 // exp(bias − max bias), for a direct kernel
+	bt     []float32 // the problem's bias by relative position (biasTemplate32), for a linear kernel
 	qq, kk []float32 // the problem's squared norms
 	cs     []float32 // [Tk] each key's Σ_t ∂L/∂d²_ts
 }
@@ -396,6 +397,9 @@ func (r *rows32) begin(pr *problem[float32], pi int) {
 	if r.direct != nil && pr.bias != nil {
 		r.eb = expBias32(pr.bias, r.eb)
 	}
+	if r.lin != nil && pr.bias != nil {
+		r.bt = biasTemplate32(&r.k.pairSpec, pr.bias, r.d.tq, r.d.tk, r.bt)
+	}
 	if r.k.useDist {
 		sqNorms32(pr.q, r.d.tq, r.d.d, r.d.lq, r.qq)
 		sqNorms32(pr.k, r.d.tk, r.d.d, r.d.lq, r.kk)
@@ -405,6 +409,20 @@ func (r *rows32) begin(pr *problem[float32], pi int) {
 // sqNorms32 sets out[i] = ‖x_i‖² for rows x_i of x (ld apart, d wide).
 func sqNorms32(x []float32, rows, d, ld int, out []float32) {
 	vmath.SqNorms(out[:rows], x, d, ld)
+}
+
+// biasTemplate32 returns, in buf, the bias of every pair of a problem's Tq queries and Tk
+// keys by relative position: entry s − t + Tq − 1 holds query t's and key s's, bias[r +
+// M] with r = s − t − Offset clipped to [−M, M] (addRelBias's), so that query t's row of
+// keys lo..hi−1 is the slice from lo − t + Tq − 1.
+func biasTemplate32(k *pairSpec, bias []float32, tq, tk int, buf []float32) []float32 {
+	buf = resized(buf, tq+tk-1)
+	m := k.biasM
+	for i := range buf {
+		r := min(max(i-(tq-1)-k.mask.Offset, -m), m)
+		buf[i] = bias[r+m]
+	}
+	return buf
 }
 
 // expBias32 is expBias in float32.
@@ -441,9 +459,15 @@ func (r *rows32) weights(pr *problem[float32], row, drow []float32, t, clo, chi 
 	x := r.terms(drow, t, lo, hi-lo)
 	h := float32(pr.bandwidth(t))
 	w := row[lo:hi]
-	if r.lin != nil && drow != nil && pr.bias == nil && pr.km == nil && (self < lo || self >= hi) {
-		// Every key in [lo, hi) seen, no bias: the scores and their maximum in one pass.
-		vmath.SoftmaxMax(w, vmath.ScaleMax(w, x, r.factor1(h)))
+	if r.lin != nil && drow != nil && pr.km == nil && (self < lo || self >= hi) {
+		// Every key in [lo, hi) seen: the scores (plus their bias) and their maximum in
+		// one pass.
+		if pr.bias == nil {
+			vmath.SoftmaxMax(w, vmath.ScaleMax(w, x, r.factor1(h)))
+		} else {
+			b := r.bt[lo-t+r.d.tq-1:]
+			vmath.SoftmaxMax(w, vmath.ScaleAddMax(w, x, b, r.factor1(h)))
+		}
 		return
 	}
 	if r.direct == nil {

@@ -33,11 +33,28 @@ func Max(x []float32) float32 {
 func ScaleMax(dst, x []float32, c float32) float32 {
 	x = x[:len(dst)]
 	if hasAVX2 && len(dst) > 0 {
-		return scaleMaxAVX2(&dst[0], &x[0], len(dst), c)
+		return scaleMaxAVX2(&dst[0], &x[0], nil, len(dst), c)
 	}
 	m := float32(math.Inf(-1))
 	for i, v := range x {
 		v *= c
+		dst[i] = v
+		m = max(m, v) // NaN wins
+	}
+	return m
+}
+
+// ScaleAddMax sets dst[i] = c·x[i] + b[i] (the product rounded, then the sum: ScaleMax
+// then Add, bit for bit) and returns the largest, NaN when one is NaN; x and b must be at
+// least as long as dst.
+func ScaleAddMax(dst, x, b []float32, c float32) float32 {
+	x, b = x[:len(dst)], b[:len(dst)]
+	if hasAVX2 && len(dst) > 0 {
+		return scaleMaxAVX2(&dst[0], &x[0], &b[0], len(dst), c)
+	}
+	m := float32(math.Inf(-1))
+	for i, v := range x {
+		v = float32(v*c) + b[i]
 		dst[i] = v
 		m = max(m, v) // NaN wins
 	}

@@ -41,7 +41,7 @@ func sqDiffSumAVX2(p, t *float32, n int, s *[16]float64)
 func maxAVX2(x *float32, n int, m *[8]float32) bool
 
 //go:noescape
-func scaleMaxAVX2(dst, x *float32, n int, c float32) float32
+func scaleMaxAVX2(dst, x, b *float32, n int, c float32) float32
 
 //go:noescape
 func scaleToAVX2(dst, x *float32, n int, a float32)

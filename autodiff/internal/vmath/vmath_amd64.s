@@ -1063,14 +1063,16 @@ mdone:
 	VZEROUPPER
 	RET
 
-// func scaleMaxAVX2(dst, x *float32, n int, c float32) float32
-// dst[i] = c·x[i] and returns the largest, NaN when one is NaN; n > 0. The last n mod 8
-// elements go through masked loads and stores, the other lanes −Inf for the maximum.
-TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
+// func scaleMaxAVX2(dst, x, b *float32, n int, c float32) float32
+// dst[i] = c·x[i] (+ b[i], the product rounded first, where b is not nil) and returns
+// the largest, NaN when one is NaN; n > 0. The last n mod 8 elements go through masked
+// loads and stores, the other lanes −Inf for the maximum.
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-44
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	VBROADCASTSS c+24(FP), Y8
+	MOVQ b+16(FP), R8
+	MOVQ n+24(FP), CX
+	VBROADCASTSS c+32(FP), Y8
 	MOVL $0xff800000, AX // −Inf
 	MOVL AX, X5
 	VBROADCASTSS X5, Y5
@@ -1082,6 +1084,11 @@ TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
 	JZ   smtail
 smloop:
 	VMULPS (SI), Y8, Y1
+	TESTQ R8, R8
+	JZ   smstore
+	VADDPS (R8), Y1, Y1
+	ADDQ $32, R8
+smstore:
 	VMOVUPS Y1, (DI)
 	VCMPPS $3, Y1, Y1, Y2 // unordered: the NaN lanes
 	VORPS Y2, Y3, Y3
@@ -1096,6 +1103,11 @@ smtail:
 	TAILMASK
 	VMASKMOVPS (SI), Y4, Y1
 	VMULPS Y8, Y1, Y1
+	TESTQ R8, R8
+	JZ   smtstore
+	VMASKMOVPS (R8), Y4, Y6
+	VADDPS Y6, Y1, Y1
+smtstore:
 	VMASKMOVPS Y1, Y4, (DI)
 	VBLENDVPS Y4, Y1, Y5, Y1 // the tail's lanes, −Inf in the others
 	VCMPPS $3, Y1, Y1, Y2
@@ -1109,7 +1121,7 @@ smdone:
 	MOVL $0x7fc00000, AX // NaN
 	MOVL AX, X0
 smret:
-	VMOVSS X0, ret+32(FP)
+	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
 

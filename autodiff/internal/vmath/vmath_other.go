@@ -7,8 +7,8 @@ const hasAVX2, hasAVX512 = false, false
 func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) float32 {
 	panic("vmath: no AVX2")
 }
-func scaleMaxAVX2(dst, x *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
-func geluTanhAVX2(x, s, y *float32, n int)                   { panic("vmath: no AVX2") }
+func scaleMaxAVX2(dst, x, b *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
+func geluTanhAVX2(x, s, y *float32, n int)                      { panic("vmath: no AVX2") }
 
 func sigmoidAVX2(x, y *float32, n int) { panic("vmath: no AVX2") }
 

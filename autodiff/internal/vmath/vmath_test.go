@@ -255,6 +255,43 @@ func TestExpScaleShiftSumScaleMax(t *testing.T) {
 	})
 }
 
+// TestScaleAddMax checks ScaleAddMax against ScaleMax then Add and the sums' largest
+// (NaN when one is NaN), bit for bit, on both paths, special values among the products and
+// the addends, at lengths around the vector width, and that it writes nothing past dst.
+func TestScaleAddMax(t *testing.T) {
+	rng := rand.New(rand.NewPCG(43, 44))
+	onEachPath(func(avx bool) {
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 33, 64} {
+			x, b := elemInput(rng, n), elemInput(rng, n)
+			if n > 3 {
+				b[n-2] = float32(math.Inf(-1)) // a hidden key's bias
+			}
+			for _, c := range []float32{1, 0.37, -2.5} {
+				want := make([]float32, n)
+				ScaleMax(want, x, c)
+				Add(want, b)
+				wm := float32(math.Inf(-1))
+				for _, v := range want {
+					wm = max(wm, v)
+				}
+				got := append(make([]float32, n, n+8), 5, 5, 5, 5, 5, 5, 5, 5)[:n]
+				m := ScaleAddMax(got, x, b, c)
+				if i := sameBits(got, want); i >= 0 {
+					t.Fatalf("avx2=%v n=%d c=%v: ScaleAddMax [%d] = %v, want %v", avx, n, c, i, got[i], want[i])
+				}
+				if m != wm && !(m != m && wm != wm) {
+					t.Fatalf("avx2=%v n=%d c=%v: ScaleAddMax largest %v, want %v", avx, n, c, m, wm)
+				}
+				for i, v := range got[n:cap(got)] {
+					if v != 5 {
+						t.Fatalf("avx2=%v n=%d: ScaleAddMax wrote [%d] past dst", avx, n, n+i)
+					}
+				}
+			}
+		}
+	})
+}
+
 // TestSqDistScaleMax checks SqDistScaleMax against SqDist (Dist with root) times c, bit
 // for bit, and their largest (NaN when one is NaN), on both paths, special values
 // included, at lengths around the vector width.
