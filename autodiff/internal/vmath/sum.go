@@ -120,7 +120,7 @@ func AddScaled(y, x []float32, a float32) {
 	if hasAVX2 {
 		n = len(y) &^ 7
 		if n > 0 {
-			addScaledAVX2(&y[0], &x[0], n, a)
+			addScaledRowsAVX2(&y[0], &x[0], &a, 1, n, n)
 		}
 	}
 	for i := n; i < len(y); i++ {

@@ -18,4 +18,4 @@ func sqDistScaleMaxAVX2(e, dots *float32, qq float32, kk *float32, n int, root b
 func distGradAVX2(gr, r *float32, n int)
 
 //go:noescape
-func addScaledAVX2(y, x *float32, n int, a float32)
+func addScaledRowsAVX2(y, x, a *float32, rows, ld, n int)

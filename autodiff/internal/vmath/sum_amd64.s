@@ -96,28 +96,9 @@ dgloop:
 	VZEROUPPER
 	RET
 
-// func addScaledAVX2(y, x *float32, n int, a float32)
-// y = y + a·x (two roundings) for n a positive multiple of 8.
-TEXT ·addScaledAVX2(SB), NOSPLIT, $0-28
-	MOVQ         y+0(FP), DI
-	MOVQ         x+8(FP), SI
-	MOVQ         n+16(FP), CX
-	VBROADCASTSS a+24(FP), Y4
-
-asloop:
-	VMULPS  (SI), Y4, Y0
-	VADDPS  (DI), Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ    $32, SI
-	ADDQ    $32, DI
-	SUBQ    $8, CX
-	JNZ     asloop
-	VZEROUPPER
-	RET
-
 // func addScaledRowsAVX2(y, x, a *float32, rows, ld, n int)
-// addScaledAVX2(y + r·ld, x + r·ld, n, a[r]) for each of the rows > 0 (n a positive
-// multiple of 8): the same roundings, one call for the rows.
+// y_r = y_r + a[r]·x_r (two roundings) for each of the rows > 0, y_r and x_r the n
+// elements from r·ld (n a positive multiple of 8).
 TEXT ·addScaledRowsAVX2(SB), NOSPLIT, $0-48
 	MOVQ y+0(FP), DI
 	MOVQ x+8(FP), SI

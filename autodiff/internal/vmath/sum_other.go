@@ -13,4 +13,4 @@ func sqDistScaleMaxAVX2(e, dots *float32, qq float32, kk *float32, n int, root b
 
 func distGradAVX2(gr, r *float32, n int) { panic("vmath: no AVX2") }
 
-func addScaledAVX2(y, x *float32, n int, a float32) { panic("vmath: no AVX2") }
+func addScaledRowsAVX2(y, x, a *float32, rows, ld, n int) { panic("vmath: no AVX2") }

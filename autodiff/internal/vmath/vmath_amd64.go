@@ -116,9 +116,6 @@ func mixShareRows512(rows *MixRow, nrows int, c float32, term int, rational bool
 func mixCoefs2Rows512(rows *MixRow, nrows int, cb, ca float32, tb, ta int, rationalA bool) (bad int)
 
 //go:noescape
-func addScaledRowsAVX2(y, x, a *float32, rows, ld, n int)
-
-//go:noescape
 func prefetchLines(x *float32, n int)
 
 // Prefetch asks the CPU to bring the n floats from x into its nearest cache ahead of

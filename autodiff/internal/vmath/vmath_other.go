@@ -72,8 +72,6 @@ func mixCoefs2Rows512(rows *MixRow, nrows int, cb, ca float32, tb, ta int, ratio
 	panic("vmath: no AVX-512")
 }
 
-func addScaledRowsAVX2(y, x, a *float32, rows, ld, n int) { panic("vmath: no AVX2") }
-
 // Prefetch asks the CPU to bring the n floats from x into its nearest cache ahead of
 // use: nothing without the assembly kernels.
 func Prefetch(x *float32, n int) {}
