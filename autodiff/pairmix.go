@@ -418,16 +418,8 @@ func (r *rowsMix32) weightsBlock(pr *problem[float32], ph, dh []float32, r0, r1,
 		return
 	}
 	rows, jobs := r.block[:r1-r0], r.jobs[:r1-r0]
-	h := float32(pr.bandwidth(r0))
-	la, lb := r.pairComps(h)
-	j0 := 0 // the first row at bandwidth h
 	for j := range rows {
 		t, st, job := r0+j, &rows[j], &jobs[j]
-		if pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) { // a bandwidth per query
-			vmath.MixScores2Rows(jobs[j0:j], la, lb)
-			j0, h = j, float32(pr.h[t])
-			la, lb = r.pairComps(h)
-		}
 		*job = vmath.MixRow{}
 		st.done = true
 		lo, hi, _, ok := visibleRow(r.k.mask, ph[t*tk:(t+1)*tk], t, clo, chi)
@@ -441,7 +433,10 @@ func (r *rowsMix32) weightsBlock(pr *problem[float32], ph, dh []float32, r0, r1,
 		}
 		st.lo, st.done = lo, false
 	}
-	vmath.MixScores2Rows(jobs[j0:], la, lb)
+	bandwidthRuns(pr, r0, r1, func(j0, j1 int, h float32) {
+		la, lb := r.pairComps(h)
+		vmath.MixScores2Rows(jobs[j0:j1], la, lb)
+	})
 	rational := r.pairSecond().rat != nil
 	for j := range rows {
 		if st, job := &rows[j], &jobs[j]; !st.done {
@@ -733,9 +728,6 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 		return
 	}
 	rows, jobs := r.block[:r1-r0], r.jobs[:r1-r0]
-	h := float32(pr.bandwidth(r0))
-	la, _ := r.restComps(h)
-	j0 := 0 // the first row at bandwidth h
 	for j := range rows {
 		t, st, job := r0+j, &rows[j], &jobs[j]
 		*job = vmath.MixRow{}
@@ -751,11 +743,6 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 			rs[j] = r.coefs(pr, cv, prow, drow, deltas[j], t, lo, hi, pi)
 			continue
 		}
-		if pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) { // a bandwidth per query
-			vmath.MixShareRows(jobs[j0:j], la)
-			j0, h = j, float32(pr.h[t])
-			la, _ = r.restComps(h)
-		}
 		job.E0, job.E1, job.P, job.Dots = cv, r.e1[j*tk:j*tk+hi-lo], prow, drow
 		if r.k.useDist {
 			job.QQ, job.KK, job.CS = r.qq[t], r.kk[lo:hi], r.cs[lo:hi]
@@ -763,29 +750,38 @@ func (r *rowsMix32) coefsBlock(pr *problem[float32], c, ph, dh []float32, deltas
 		job.S0, job.S1, job.S2 = sh, float32(deltas[j]), f
 		st.done = false
 	}
-	vmath.MixShareRows(jobs[j0:], la)
+	bandwidthRuns(pr, r0, r1, func(j0, j1 int, h float32) {
+		la, _ := r.restComps(h)
+		vmath.MixShareRows(jobs[j0:j1], la)
+	})
 	for j := range rows {
 		if st := &rows[j]; !st.done {
 			st.sa, st.sg = jobs[j].R0, jobs[j].R1
 		}
 	}
-	h = float32(pr.bandwidth(r0))
-	la, lb := r.restComps(h)
-	j0 = 0
-	for j := range rows {
-		if t := r0 + j; pr.h != nil && math.Float32bits(pr.h[t]) != math.Float32bits(h) {
-			vmath.MixCoefs2Rows(jobs[j0:j], lb, la)
-			j0, h = j, float32(pr.h[t])
-			la, lb = r.restComps(h)
-		}
-	}
-	vmath.MixCoefs2Rows(jobs[j0:], lb, la)
+	bandwidthRuns(pr, r0, r1, func(j0, j1 int, h float32) {
+		la, lb := r.restComps(h)
+		vmath.MixCoefs2Rows(jobs[j0:j1], lb, la)
+	})
 	for j := range rows {
 		if st, job := &rows[j], &jobs[j]; !st.done {
 			t := r0 + j
 			rs[j] = r.pairTotals(job.R0, job.R1, job.R2, job.R3, st.sa, st.sg, float32(pr.bandwidth(t)), t, pi)
 		}
 	}
+}
+
+// bandwidthRuns calls f(j0, j1, h) for each run r0+j0 … r0+j1−1 of the queries r0..r1−1
+// that share the bandwidth h (one run unless each query has its own), in order.
+func bandwidthRuns(pr *problem[float32], r0, r1 int, f func(j0, j1 int, h float32)) {
+	j0, h := 0, float32(pr.bandwidth(r0))
+	for t := r0 + 1; pr.h != nil && t < r1; t++ {
+		if math.Float32bits(pr.h[t]) != math.Float32bits(h) {
+			f(j0, t-r0, h)
+			j0, h = t-r0, pr.h[t]
+		}
+	}
+	f(j0, r1-r0, h)
 }
 
 func (r *rowsMix32) endGrads(pr *problem[float32], dk []float32) {
