@@ -12,10 +12,10 @@ import (
 // exponentials, then their sum) with the next's, with no call per row. A row of no
 // elements (E0 empty) is skipped. Every slice a loop reads must be at least as long as
 // the row's E0 (KK and CS only where a term is a distance): a loop panics at the first
-// row that is not, the rows before it done.
+// row that is not, after doing the rows before it.
 //
 //	loop          E0  E1  P  CS  S0     S1     S2  R0, R1, …
-//	MixScores2    e0  e1             .      .      .   the largest score
+//	MixScores2    e0  e1                                the largest score
 //	ExpShiftSum2  e0  e1             s0     s1         sum0, sum1
 //	ScaleFlush    x                  a
 //	MixShare      d   g   p          shift  delta  f   sg, sd
