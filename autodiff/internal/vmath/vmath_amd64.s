@@ -1868,6 +1868,50 @@ mczk1: \
 	KMOVW        K2, K1 \
 mczkdone:
 
+// ZLINCOEF is one linear component's part of MC2ZROW's loop: from its score gradients
+// at (src) and its term x (c its factor, term 32·its term), their products with the term
+// into the lanes of ax, and c·g (over 2r for a distance, ZDISTDIV) into Z0, the lanes of as
+// and cs at (BX), then −2·that into Z0 for a distance; a dot product's term jumps to
+// skip with c·g in Z0. lsq and skip are the caller's labels.
+#define ZLINCOEF(src, x, c, term, ax, as, lsq, skip) \
+	VMOVUPS (src), Z0 \
+	VMULPS  x, Z0, Z2 \
+	ADDZ(Z2, Y2, ax, Y3) \
+	VMULPS  c, Z0, Z0 \
+	TESTQ   term, term \
+	JZ      skip \
+	CMPQ    term, $64 \
+	JNE     lsq \
+	VMOVAPS x, Z19 \
+	ZDISTDIV(Z19) \
+lsq: \
+	ADDZ(Z0, Y0, as, Y3) \
+	VADDPS  (BX), Z0, Z2 \
+	VMOVUPS Z2, (BX) \
+	VMULPS  Z7, Z0, Z0
+
+// ZLINCOEFT is ZLINCOEF for a row's tail, its lanes in K2 (the others zeroed before the
+// sums and left as they were in cs).
+#define ZLINCOEFT(src, x, c, term, ax, as, lsq, skip) \
+	VMOVUPS.Z (src), K2, Z0 \
+	VMULPS    x, Z0, Z2 \
+	VMOVAPS.Z Z2, K2, Z2 \
+	ADDZ(Z2, Y2, ax, Y3) \
+	VMULPS    c, Z0, Z0 \
+	TESTQ     term, term \
+	JZ        skip \
+	CMPQ      term, $64 \
+	JNE       lsq \
+	VMOVAPS   x, Z19 \
+	ZDISTDIV(Z19) \
+lsq: \
+	VMOVAPS.Z Z0, K2, Z0 \
+	ADDZ(Z0, Y0, as, Y3) \
+	VMOVUPS.Z (BX), K2, Z2 \
+	VADDPS    Z2, Z0, Z2 \
+	VMOVUPS   Z2, K2, (BX) \
+	VMULPS    Z7, Z0, Z0
+
 // MC2ZROW is mixCoefs2AVX2's sixteen-lane loop over the CX > 0 elements of a row (d at
 // DI, g at R11, dots at SI, kk at DX, cs at BX; Z4 = qq, Z8 = cb, Z10 = ca, Z7 = −2, Z5 =
 // Z14 = 0, the masks of MC2ZMASKS, R13 = rationalA): the sums into Y6, Y9, Y11 and Y15;
@@ -1882,40 +1926,12 @@ mczloop: \
 	ZTERMS2 \
 	ZPICK(K5, K6, Z17) \
 	ZPICK(K7, K1, Z18) \
-	VMOVUPS (DI), Z0 \
-	VMULPS  Z17, Z0, Z2 \
-	ADDZ(Z2, Y2, Y6, Y3) \
-	VMULPS  Z8, Z0, Z0 \
-	TESTQ   R8, R8 \
-	JZ      mczbset \
-	CMPQ    R8, $64 \
-	JNE     mczbsq \
-	VMOVAPS Z17, Z19 \
-	ZDISTDIV(Z19) \
-mczbsq: \
-	ADDZ(Z0, Y0, Y9, Y3) \
-	VADDPS  (BX), Z0, Z2 \
-	VMOVUPS Z2, (BX) \
-	VMULPS  Z7, Z0, Z0 \
+	ZLINCOEF(DI, Z17, Z8, R8, Y6, Y9, mczbsq, mczbset) \
 mczbset: \
 	VMOVAPS Z0, Z16 \
 	TESTQ   R13, R13 \
 	JNZ     mczarat \
-	VMOVUPS (R11), Z0 \
-	VMULPS  Z18, Z0, Z2 \
-	ADDZ(Z2, Y2, Y11, Y3) \
-	VMULPS  Z10, Z0, Z0 \
-	TESTQ   R12, R12 \
-	JZ      mczaadd \
-	CMPQ    R12, $64 \
-	JNE     mczasq \
-	VMOVAPS Z18, Z19 \
-	ZDISTDIV(Z19) \
-mczasq: \
-	ADDZ(Z0, Y0, Y15, Y3) \
-	VADDPS  (BX), Z0, Z2 \
-	VMOVUPS Z2, (BX) \
-	VMULPS  Z7, Z0, Z0 \
+	ZLINCOEF(R11, Z18, Z10, R12, Y11, Y15, mczasq, mczaadd) \
 	JMP     mczaadd \
 mczarat: \
 	VMOVUPS (R11), Z0 \
@@ -1950,46 +1966,12 @@ mcztail: \
 	ZTERMS2 \
 	ZPICK(K5, K6, Z17) \
 	ZPICK(K7, K1, Z18) \
-	VMOVUPS.Z (DI), K2, Z0 \
-	VMULPS    Z17, Z0, Z2 \
-	VMOVAPS.Z Z2, K2, Z2 \
-	ADDZ(Z2, Y2, Y6, Y3) \
-	VMULPS    Z8, Z0, Z0 \
-	TESTQ     R8, R8 \
-	JZ        mcztbset \
-	CMPQ      R8, $64 \
-	JNE       mcztbsq \
-	VMOVAPS   Z17, Z19 \
-	ZDISTDIV(Z19) \
-mcztbsq: \
-	VMOVAPS.Z Z0, K2, Z0 \
-	ADDZ(Z0, Y0, Y9, Y3) \
-	VMOVUPS.Z (BX), K2, Z2 \
-	VADDPS    Z2, Z0, Z2 \
-	VMOVUPS   Z2, K2, (BX) \
-	VMULPS    Z7, Z0, Z0 \
+	ZLINCOEFT(DI, Z17, Z8, R8, Y6, Y9, mcztbsq, mcztbset) \
 mcztbset: \
 	VMOVAPS.Z Z0, K2, Z16 \
 	TESTQ     R13, R13 \
 	JNZ       mcztarat \
-	VMOVUPS.Z (R11), K2, Z0 \
-	VMULPS    Z18, Z0, Z2 \
-	VMOVAPS.Z Z2, K2, Z2 \
-	ADDZ(Z2, Y2, Y11, Y3) \
-	VMULPS    Z10, Z0, Z0 \
-	TESTQ     R12, R12 \
-	JZ        mcztaadd \
-	CMPQ      R12, $64 \
-	JNE       mcztasq \
-	VMOVAPS   Z18, Z19 \
-	ZDISTDIV(Z19) \
-mcztasq: \
-	VMOVAPS.Z Z0, K2, Z0 \
-	ADDZ(Z0, Y0, Y15, Y3) \
-	VMOVUPS.Z (BX), K2, Z2 \
-	VADDPS    Z2, Z0, Z2 \
-	VMOVUPS   Z2, K2, (BX) \
-	VMULPS    Z7, Z0, Z0 \
+	ZLINCOEFT(R11, Z18, Z10, R12, Y11, Y15, mcztasq, mcztaadd) \
 	JMP       mcztaadd \
 mcztarat: \
 	VMOVUPS.Z (R11), K2, Z0 \
@@ -2008,7 +1990,6 @@ mcztarat: \
 mcztaadd: \
 	VADDPS    Z16, Z0, Z0 \
 	VMOVUPS   Z0, K2, (DI) \
-	JMP       mczend \
 mczend:
 
 // func mixScores2AVX2(e0, e1, dots, kk *float32, n int, qq, c0, c1 float32, t0, t1 int, rational1, wide bool) float32
