@@ -1602,34 +1602,36 @@ snsum:
 	VZEROUPPER
 	RET
 
-// MS2ZMASKS sets the masks of the terms' choice for the sixteen-lane loop of
-// mixScores2AVX2 from R8 and R12 (32·t0, 32·t1): K5, K6 for t0, K7, K1 for t1; K2 all ones.
-#define MS2ZMASKS \
+// ZTERMMASKS sets the masks of the terms' choice for a two-component sixteen-lane loop
+// (MS2ZROW, MC2ZROW) from R8 and R12 (32 times the first and second component's term):
+// K5, K6 for the first (the squared distance, the dot product), K7, K1 for the second;
+// K2 all ones.
+#define ZTERMMASKS \
 	KXORW        K5, K5, K5 \
 	KXORW        K6, K6, K6 \
 	KXORW        K7, K7, K7 \
 	KXORW        K1, K1, K1 \
 	KXNORW       K0, K0, K2 \
 	CMPQ         R8, $32 \
-	JNE          m2zk6 \
+	JNE          zk6 \
 	KMOVW        K2, K5 \
-m2zk6: \
+zk6: \
 	TESTQ        R8, R8 \
-	JNZ          m2zk7 \
+	JNZ          zk7 \
 	KMOVW        K2, K6 \
-m2zk7: \
+zk7: \
 	CMPQ         R12, $32 \
-	JNE          m2zk1 \
+	JNE          zk1 \
 	KMOVW        K2, K7 \
-m2zk1: \
+zk1: \
 	TESTQ        R12, R12 \
-	JNZ          m2zkdone \
+	JNZ          zkdone \
 	KMOVW        K2, K1 \
-m2zkdone:
+zkdone:
 
 // MS2ZROW is mixScores2AVX2's sixteen-lane loop over the CX > 0 elements of a row (e0 at
 // DI, e1 at R11, dots at SI, kk at DX; Z4 = qq, Z8 = c0, Z10 = c1, Z5 = 1, Z14 = 0, the
-// masks of MS2ZMASKS, R13 = rational1): the largest score into Z11 and the NaN lanes into
+// masks of ZTERMMASKS, R13 = rational1): the largest score into Z11 and the NaN lanes into
 // K3 (both set by the caller); it clobbers AX, CX, R10, K2, K4 and the pointers.
 #define MS2ZROW \
 	MOVQ         CX, R10 \
@@ -1843,31 +1845,6 @@ msztgot: \
 	JMP       mszend \
 mszend:
 
-// MC2ZMASKS sets the masks of the terms' choice for the sixteen-lane loop of
-// mixCoefs2AVX2 from R8 and R12 (32·tb, 32·ta): K5, K6 for tb, K7, K1 for ta; K2 all ones.
-#define MC2ZMASKS \
-	KXORW        K5, K5, K5 \
-	KXORW        K6, K6, K6 \
-	KXORW        K7, K7, K7 \
-	KXORW        K1, K1, K1 \
-	KXNORW       K0, K0, K2 \
-	CMPQ         R8, $32 \
-	JNE          mczk6 \
-	KMOVW        K2, K5 \
-mczk6: \
-	TESTQ        R8, R8 \
-	JNZ          mczk7 \
-	KMOVW        K2, K6 \
-mczk7: \
-	CMPQ         R12, $32 \
-	JNE          mczk1 \
-	KMOVW        K2, K7 \
-mczk1: \
-	TESTQ        R12, R12 \
-	JNZ          mczkdone \
-	KMOVW        K2, K1 \
-mczkdone:
-
 // ZLINCOEF is one linear component's part of MC2ZROW's loop: from its score gradients
 // at (src) and its term x (c its factor, term 32·its term), their products with the term
 // into the lanes of ax, and c·g (over 2r for a distance, ZDISTDIV) into Z0, the lanes of as
@@ -1914,7 +1891,7 @@ lsq: \
 
 // MC2ZROW is mixCoefs2AVX2's sixteen-lane loop over the CX > 0 elements of a row (d at
 // DI, g at R11, dots at SI, kk at DX, cs at BX; Z4 = qq, Z8 = cb, Z10 = ca, Z7 = −2, Z5 =
-// Z14 = 0, the masks of MC2ZMASKS, R13 = rationalA): the sums into Y6, Y9, Y11 and Y15;
+// Z14 = 0, the masks of ZTERMMASKS, R13 = rationalA): the sums into Y6, Y9, Y11 and Y15;
 // it clobbers AX, CX, R10, K2, K4, Z0–Z3, Z12, Z13, Z16–Z19 and the pointers.
 #define MC2ZROW \
 	MOVQ         CX, R10 \
@@ -2030,7 +2007,7 @@ TEXT ·mixScores2AVX2(SB), NOSPLIT, $96-84
 	VBROADCASTSS C_one, Z5
 	VBROADCASTSS X7, Z11
 	KXORW        K3, K3, K3 // the NaN lanes
-	MS2ZMASKS
+	ZTERMMASKS
 	MS2ZROW
 m2zdone: // the largest of both halves, and the NaN lanes as the eight-lane loop keeps them
 	VEXTRACTF64X4 $1, Z11, Y0
@@ -2368,7 +2345,7 @@ TEXT ·mixCoefs2AVX2(SB), NOSPLIT, $128-104
 	VBROADCASTSS cb+52(FP), Z8
 	VBROADCASTSS ca+56(FP), Z10
 	VBROADCASTSS X7, Z7
-	MC2ZMASKS
+	ZTERMMASKS
 	MC2ZROW
 	JMP          mcdone
 mcnarrow:
@@ -2576,7 +2553,7 @@ TEXT ·mixScores2Rows512(SB), NOSPLIT, $0-56
 	VXORPS       Y14, Y14, Y14
 	MOVL         $0xff800000, AX // −Inf
 	VPBROADCASTD AX, Z7
-	MS2ZMASKS
+	ZTERMMASKS
 rsrow:
 	MOVQ         ROW_N(BX), CX
 	TESTQ        CX, CX
@@ -2767,7 +2744,7 @@ TEXT ·mixCoefs2Rows512(SB), NOSPLIT, $0-56
 	VXORPS       Y14, Y14, Y14
 	MOVL         $0xc0000000, AX // −2
 	VPBROADCASTD AX, Z7
-	MC2ZMASKS
+	ZTERMMASKS
 mkrow: // the row count stays in nrows+8(FP): every general register is taken
 	VXORPS       Y6, Y6, Y6
 	VXORPS       Y9, Y9, Y9
