@@ -15,7 +15,7 @@ mean next-token cross-entropy.  Those are `locus train -task charlm`'s defaults 
 -heads 4 -layers 2 -dff 256 -seqlen 64, -optim adam with -lr 1e-3).
 
 The data is the token streams Locus trains on, written by `locus bench -workload e2e
--compare` into DIR (the format Locus documents in cmd/locus/bench_e2e.go):
+-compare` into DIR (the format Locus documents in cli/bench_e2e.go):
     DIR/corpus.json   {"format": "locus token streams v1", "vocab_size": V, "dtype": "<u2",
                        "train": "train.u16", "val": "val.u16", "sha256": S, ...}
     DIR/train.u16, DIR/val.u16   the ids, uint16 little-endian, no header

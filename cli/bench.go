@@ -1,0 +1,336 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/locusml/locus/bench"
+	"github.com/locusml/locus/internal/simd"
+	"github.com/locusml/locus/layers"
+)
+
+func init() {
+	register("bench", "time the reference workloads (charlm, attn, dae), optionally against PyTorch", runBench)
+}
+
+// peerEnv names the environment variable that locates torch_peer.py.
+const peerEnv = "LOCUS_TORCH_PEER"
+
+// peerPath is where the peer script lives relative to a directory that holds it
+// (the folder above a checkout, next to the repository).
+var peerPath = filepath.Join("shared", "peers", "torch_peer.py")
+
+// findPeer returns $LOCUS_TORCH_PEER, or shared/peers/torch_peer.py in the current
+// directory or the nearest folder above it that has one.
+func findPeer() (string, error) { return findUp(peerPath, peerEnv, "-compare") }
+
+// findUp returns $env, or rel in the current directory or the nearest folder above it
+// that has it (relative to the current directory); what names the flag that needs it.
+func findUp(rel, env, what string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			if r, err := filepath.Rel(wd, p); err == nil {
+				return r, nil
+			}
+			return p, nil
+		}
+		if filepath.Dir(dir) == dir {
+			return "", usageErrorf("%s: no %s in %s or a folder above it: set %s", what, rel, wd, env)
+		}
+	}
+}
+
+func runBench(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
+	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", ")+", or e2e (a whole locus train -task charlm run, 1500 steps unless -steps; with -compare also PyTorch's, bench/peers/torch_train.py, on the same token streams)")
+	asJSON := fs.Bool("json", false, "print one JSON line per workload (the peer script's format)")
+	steps := fs.Int("steps", 50, "timed iterations")
+	warmup := fs.Int("warmup", 5, "untimed warm-up iterations")
+	seed := fs.Uint64("seed", 0, "seed: parameters from seed, data from seed+1")
+	threads := fs.Int("threads", 0, "GOMAXPROCS (0: leave as is)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed iterations to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile to this file at the end")
+	compare := fs.Bool("compare", false, "run PyTorch's peer script and Locus back to back, each in its own process, and print the ratio table")
+	peer := fs.String("peer", "", "-compare: path of torch_peer.py (default: $"+peerEnv+", else "+peerPath+" in the current folder or the nearest one above it, e.g. ../shared/peers/torch_peer.py from the repository)")
+	python := fs.String("python", "/usr/bin/python3", "-compare: the Python interpreter with torch")
+	var shape bench.Shape
+	fs.IntVar(&shape.SeqLen, "seqlen", 0, "charlm, attn: sequence length (0: the workload's)")
+	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn, dae: batch size (0: the workload's)")
+	fs.StringVar(&shape.Kernel, "kernel", "", "charlm: attention kernel spec (default exponential)")
+	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
+	fs.IntVar(&shape.RandomFeatures, "random-features", 0, "charlm: random-feature attention with M features (0: exact)")
+	fs.TextVar(&shape.Bandwidth, "bandwidth", layers.BandwidthFixed, "charlm: bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
+	fs.IntVar(&shape.Shards, "shards", 0, "parts of each batch run at once, one per core, each part's operations serial (0: one per GOMAXPROCS; 1: the batch whole, every operation split across cores)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *workload == "e2e" {
+		if *cpuProfile != "" || *memProfile != "" {
+			return usageErrorf("-workload e2e runs locus train in a child process: no profiles")
+		}
+		o := e2eOptions{steps: e2eSteps, threads: *threads, compare: *compare, python: *python, peer: *peer, asJSON: *asJSON}
+		fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "steps" {
+				o.steps = *steps
+			}
+		})
+		if o.steps <= 0 || o.threads < 0 {
+			return usageErrorf("-steps must be > 0 and -threads >= 0")
+		}
+		if o.compare && o.peer == "" {
+			p, err := findPeer()
+			if err != nil {
+				return err
+			}
+			o.peer = p
+		}
+		return runE2E(o, stdout, stderr)
+	}
+	names := []string{*workload}
+	if *workload == "all" {
+		names = bench.Names()
+	} else if !slices.Contains(bench.Names(), *workload) && !slices.Contains(bench.Extra(), *workload) {
+		return usageErrorf("unknown -workload %q (valid: %s, all, e2e)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
+	}
+	if err := simd.Err(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if *steps <= 0 || *warmup < 0 {
+		return usageErrorf("-steps must be > 0 and -warmup >= 0")
+	}
+	if *threads > 0 {
+		runtime.GOMAXPROCS(*threads)
+	}
+	if *compare {
+		if *peer == "" {
+			p, err := findPeer()
+			if err != nil {
+				return err
+			}
+			*peer = p
+		}
+		return runCompare(names, *steps, *warmup, *seed, *threads, shape, *python, *peer, *asJSON, stdout, stderr)
+	}
+	if len(names) > 1 && (*cpuProfile != "" || *memProfile != "") {
+		return usageErrorf("-cpuprofile and -memprofile need a single -workload")
+	}
+	if len(names) > 1 {
+		// One process per workload, so that peak memory is each workload's own.
+		for _, n := range names {
+			sub := append([]string{"-workload", n, "-steps", strconv.Itoa(*steps), "-warmup", strconv.Itoa(*warmup),
+				"-seed", strconv.FormatUint(*seed, 10), "-threads", strconv.Itoa(*threads)}, shapeArgs(shape)...)
+			if *asJSON {
+				sub = append(sub, "-json")
+			}
+			out, err := runSelf(sub, stderr)
+			if err != nil {
+				return err
+			}
+			stdout.Write(out)
+		}
+		return nil
+	}
+	w, err := bench.NewShaped(names[0], *seed, *warmup+*steps, shape)
+	if err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		// Profile only the timed part: run the warm-up first, then time from scratch.
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		for i := range *warmup {
+			if _, _, err := w.Step(i); err != nil {
+				return err
+			}
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	res, err := bench.Run(w, *warmup, *steps)
+	if err != nil {
+		return err
+	}
+	if *memProfile != "" {
+		f, err := os.Create(*memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
+	}
+	if *asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	printResult(stdout, res)
+	return nil
+}
+
+func printResult(w io.Writer, r *bench.Result) {
+	fmt.Fprintf(w, "%s: median %.2f ms (p10 %.2f, p90 %.2f, mean %.2f) over %d steps after %d warm-up; GOMAXPROCS %d, kernels %v\n",
+		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS, r.CPU)
+	fmt.Fprintf(w, "  fwd+bwd %.2f ms", r.FwdBwdMedianMs)
+	if r.OptMedianMs > 0 {
+		fmt.Fprintf(w, ", optimizer %.2f ms", r.OptMedianMs)
+	}
+	if r.FwdMedianMs > 0 {
+		fmt.Fprintf(w, ", forward only %.2f ms", r.FwdMedianMs)
+	}
+	fmt.Fprintf(w, "\n  %.0f %s/s, peak RSS %.1f MiB, %.0f allocations (%.0f KiB) per step, ",
+		r.Throughput, r.Units, r.PeakRSSMiB, r.AllocsPerStep, r.BytesPerStep/1024)
+	if r.OptMedianMs > 0 {
+		fmt.Fprintf(w, "loss %.4f -> %.4f\n", r.LossFirst, r.LossLast)
+	} else if r.Workload == "generate" {
+		fmt.Fprintf(w, "one step = %d greedy tokens with the key/value cache\n", bench.GenerateTokens)
+	} else {
+		// A timing-only workload (attn): its scalar is the sum of the outputs on random
+		// data, which no optimizer lowers, so it is not shown as a loss.
+		fmt.Fprintln(w, "timing only (forward and backward, no optimizer)")
+	}
+	fmt.Fprintf(w, "  CPU %.2f ms per step; other processes used %.2f cores meanwhile (0 = clean), this one %.2f\n", r.CPUMsPerStep, r.OtherCPUCores, r.OwnCPUCores)
+}
+
+// runSelf runs this binary's bench command with args and returns its stdout.
+func runSelf(args []string, stderr io.Writer) ([]byte, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, append([]string{"bench"}, args...)...)
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("locus bench %s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// peerResult is the part of torch_peer.py's JSON line that the ratio table uses.
+type peerResult struct {
+	Step          bench.Stats `json:"step"`
+	FwdBwd        bench.Stats `json:"fwdbwd"` // attn reports its timing here
+	Run           bench.Stats `json:"run"`    // and generate here (one whole generation)
+	PeakRSSMiB    float64     `json:"peak_rss_mib"`
+	RSSImportMiB  float64     `json:"rss_after_import_mib"`
+	OtherCPUCores float64     `json:"other_cpu_cores"`
+	Env           struct {
+		BLAS  string `json:"blas"`
+		Torch string `json:"torch"`
+	} `json:"env"`
+}
+
+// shapeArgs returns the flags that give a sub-process the sizes and attention of s.
+func shapeArgs(s bench.Shape) []string {
+	return []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-kernel", s.Kernel, "-tiling", s.Tiling.String(), "-random-features", strconv.Itoa(s.RandomFeatures), "-bandwidth", s.Bandwidth.String(), "-shards", strconv.Itoa(s.Shards)}
+}
+
+func runCompare(names []string, steps, warmup int, seed uint64, threads int, shape bench.Shape, python, peer string, asJSON bool, stdout, stderr io.Writer) error {
+	type row struct {
+		name  string
+		torch peerResult
+		locus bench.Result
+	}
+	var rows []row
+	for _, n := range names {
+		pargs := []string{peer, n, "--steps", strconv.Itoa(steps), "--warmup", strconv.Itoa(warmup), "--seed", strconv.FormatUint(seed, 10)}
+		if threads > 0 {
+			pargs = append(pargs, "--threads", strconv.Itoa(threads))
+		}
+		if n == "dae" {
+			pargs = append(pargs, "--no-train")
+		}
+		if n == "charlm" && shape.SeqLen > 0 {
+			pargs = append(pargs, "--seqlen", strconv.Itoa(shape.SeqLen))
+		}
+		if n == "charlm" && shape.Batch > 0 {
+			pargs = append(pargs, "--batch", strconv.Itoa(shape.Batch))
+		}
+		fmt.Fprintf(stderr, "running %s %s\n", python, strings.Join(pargs, " "))
+		cmd := exec.Command(python, pargs...)
+		var errBuf bytes.Buffer
+		cmd.Stderr = &errBuf
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("torch peer %s: %w\n%s", n, err, errBuf.String())
+		}
+		var pr peerResult
+		if err := json.Unmarshal(lastLine(out), &pr); err != nil {
+			return fmt.Errorf("torch peer %s: %w", n, err)
+		}
+		if pr.Step.N == 0 {
+			pr.Step = pr.FwdBwd
+		}
+		if pr.Step.N == 0 {
+			pr.Step = pr.Run
+		}
+		fmt.Fprintf(stderr, "running locus bench -workload %s\n", n)
+		out, err = runSelf(append([]string{"-workload", n, "-json", "-steps", strconv.Itoa(steps), "-warmup", strconv.Itoa(warmup),
+			"-seed", strconv.FormatUint(seed, 10), "-threads", strconv.Itoa(threads)}, shapeArgs(shape)...), stderr)
+		if err != nil {
+			return err
+		}
+		var lr bench.Result
+		if err := json.Unmarshal(lastLine(out), &lr); err != nil {
+			return fmt.Errorf("locus bench %s: %w", n, err)
+		}
+		if asJSON {
+			b, _ := json.Marshal(map[string]any{"workload": n, "torch": pr, "locus": lr, "ratio": lr.Step.Median / pr.Step.Median})
+			fmt.Fprintln(stdout, string(b))
+		}
+		rows = append(rows, row{n, pr, lr})
+	}
+	if asJSON {
+		return nil
+	}
+	fmt.Fprintln(stdout, "| workload | PyTorch median (p10–p90) ms | Locus median (p10–p90) ms | ratio Locus/PyTorch | PyTorch peak RSS MiB | Locus peak RSS MiB | Locus allocs/step | other load (torch, locus) |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Fprintf(stdout, "| %s | %.1f (%.1f–%.1f) | %.1f (%.1f–%.1f) | %.2f | %.0f | %.0f | %.0f | %.2f, %.2f |\n",
+			r.name, r.torch.Step.Median, r.torch.Step.P10, r.torch.Step.P90,
+			r.locus.Step.Median, r.locus.Step.P10, r.locus.Step.P90, r.locus.Step.Median/r.torch.Step.Median,
+			r.torch.PeakRSSMiB, r.locus.PeakRSSMiB, r.locus.AllocsPerStep, r.torch.OtherCPUCores, r.locus.OtherCPUCores)
+	}
+	if len(rows) > 0 {
+		fmt.Fprintf(stdout, "\nPyTorch %s (%s), Locus %s with %v kernels, GOMAXPROCS %d; steps %d after %d warm-up.\n",
+			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, rows[0].locus.GoVersion, rows[0].locus.CPU, rows[0].locus.GOMAXPROCS, steps, warmup)
+	}
+	return nil
+}
+
+func lastLine(b []byte) []byte {
+	b = bytes.TrimSpace(b)
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}

@@ -1,0 +1,137 @@
+// Package cli is the locus command line as a library: Main runs it. The command
+// cmd/locus is Main over the built-in tasks and model families; a program of your own
+// that registers tasks (datasets.RegisterTask) and model families (RegisterFamily)
+// before calling Main has every command for them:
+//
+//	package main
+//
+//	import (
+//		"os"
+//
+//		"github.com/locusml/locus/cli"
+//		_ "example.com/myproj/tasks" // registers the tasks in its init
+//	)
+//
+//	func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }
+//
+// The commands train, evaluate, sample from, export and inspect Locus models, write run
+// reports, time workloads and run the classical localization methods on CSV data. Run
+// `locus <command> -h` for the flags of each command.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand: it parses its own flags from args.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, run func(args []string, stdout, stderr io.Writer) error) {
+	commands[name] = command{summary: summary, run: run}
+}
+
+// errUsage marks an error in the command line (exit status 2, like the flag package).
+var errUsage = errors.New("usage")
+
+func usageErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Locus: neural networks built from localization methods.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: locus <command> [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'locus <command> -h' for a command's flags.")
+}
+
+// Main runs the command line args (without the program's name), writing to stdout and
+// stderr, and returns the exit status: 0 on success, 2 for a usage error, 130 when
+// interrupted, 1 for any other error.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	name := args[0]
+	if name == "-h" || name == "-help" || name == "--help" || name == "help" {
+		usage(stdout)
+		return 0
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "locus: unknown command %q (run 'locus -h' for the list)\n", name)
+		return 2
+	}
+	err := cmd.run(args[1:], stdout, stderr)
+	var exit exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.code
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(stderr, "locus %s: %v\n", name, err)
+		return 130
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "locus %s: %s\n", name, strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
+	default:
+		fmt.Fprintf(stderr, "locus %s: %v\n", name, err)
+		return 1
+	}
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting, with a usage
+// text naming the command, printed for -h only: a bad flag gets one line.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("locus "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: locus %s %s\n\nFlags:\n", name, synopsis)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parseFlags parses args; a parse error becomes a one-line usage error.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	printUsage := fs.Usage
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.Usage = printUsage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage()
+		return err
+	case err != nil:
+		return usageErrorf("%v (run '%s -h' for the flags)", err, fs.Name())
+	case fs.NArg() > 0:
+		return usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+)
+
+// pictureFlags are inspect's flags for pictures.
+type pictureFlags struct {
+	attention  bool
+	kernels    bool
+	bandwidths bool
+	input      string
+	example    int // −1: not given
+	out        string
+}
+
+// wantsPictures reports whether inspect should draw rather than list.
+func (f *pictureFlags) wantsPictures() bool { return f.attention || f.kernels || f.bandwidths }
+
+// inspectPictures draws what the flags ask for into f.out: attention.png and
+// attention.json (the matrices drawn), kernels.png. Everything is rendered before the
+// first file is written, and each file is written atomically, so a bad input or an
+// unwritable directory leaves nothing half-written.
+func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
+	if f.out == "" && (f.attention || f.kernels) {
+		return usageErrorf("missing -out DIR (the folder for the pictures)")
+	}
+	if f.input != "" && f.example >= 0 {
+		return usageErrorf("give -input or -example, not both")
+	}
+	if !f.attention && (f.input != "" || f.example >= 0) {
+		return usageErrorf("-input and -example go with -attention")
+	}
+	ld, err := fromCheckpoint(ckpt, os.Stderr)
+	if err != nil {
+		return err
+	}
+	if f.bandwidths {
+		if err := printBandwidths(stdout, ld); err != nil {
+			return err
+		}
+	}
+	files := map[string][]byte{}
+	title := fmt.Sprintf("%s, step %d: %s", runName(ld.ck.Dir), ld.ck.Step, ld.sess.describe())
+	if f.attention {
+		as, ok := ld.sess.(attentionSession)
+		if !ok {
+			return fmt.Errorf("%s: the model family %s has no attention to draw", ld.ck.Dir, ld.family)
+		}
+		example := f.example
+		if f.input == "" && example < 0 {
+			example = 0
+		}
+		view, err := as.attention(ld.run, f.input, example)
+		if err != nil {
+			return err
+		}
+		png, err := renderAttention(view, title+"\ninput: "+truncate(view.Input, 90))
+		if err != nil {
+			return fmt.Errorf("draw attention: %w", err)
+		}
+		js, err := json.MarshalIndent(view, "", " ")
+		if err != nil {
+			return err
+		}
+		files["attention.png"], files["attention.json"] = png, js
+	}
+	if f.kernels {
+		png, err := renderKernels(ld, title)
+		if err != nil {
+			return err
+		}
+		files["kernels.png"] = png
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if err := writeFilesAtomic(f.out, files); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(stdout, "wrote %s\n", filepath.Join(f.out, n))
+	}
+	return nil
+}
+
+// runName names a run by its directory: the run directory of a step checkpoint.
+func runName(ckDir string) string {
+	dir := filepath.Clean(ckDir)
+	if _, ok := parseStepName(filepath.Base(dir)); ok || filepath.Base(dir) == "best" {
+		dir = filepath.Dir(dir)
+	}
+	return filepath.Base(dir)
+}
+
+func parseStepName(name string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscanf(name, "step-%d", &n); err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// writeFilesAtomic creates dir if needed and writes every file into it through a
+// temporary file and a rename; on an error it removes what it wrote.
+func writeFilesAtomic(dir string, files map[string][]byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("output folder: %w", unwrapPath(err))
+	}
+	var written []string
+	fail := func(err error) error {
+		for _, p := range written {
+			os.Remove(p)
+		}
+		return fmt.Errorf("output folder %s: %w", dir, unwrapPath(err))
+	}
+	for name, data := range files {
+		tmp, err := os.CreateTemp(dir, "."+name+".*")
+		if err != nil {
+			return fail(err)
+		}
+		werr := tmp.Chmod(0o644)
+		if werr == nil {
+			_, werr = tmp.Write(data)
+		}
+		cerr := tmp.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			os.Remove(tmp.Name())
+			return fail(err)
+		}
+		dst := filepath.Join(dir, name)
+		if err := os.Rename(tmp.Name(), dst); err != nil {
+			os.Remove(tmp.Name())
+			return fail(err)
+		}
+		written = append(written, dst)
+	}
+	return nil
+}
+
+// unwrapPath shortens a *PathError to its path and cause, for a one-line message.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
+}
+
+// pictureFlagSet defines the picture flags of inspect on fs.
+func pictureFlagSet(fs *flag.FlagSet) *pictureFlags {
+	f := &pictureFlags{}
+	fs.BoolVar(&f.attention, "attention", false, "draw the local-mean weights of every layer and head for one input (attention.png, attention.json)")
+	fs.BoolVar(&f.bandwidths, "bandwidths", false, "print the learned bandwidths by layer and head (per-query ones: their distribution on a validation batch)")
+	fs.BoolVar(&f.kernels, "kernels", false, "draw each layer's kernel profile at its learned bandwidths (kernels.png)")
+	fs.StringVar(&f.input, "input", "", "the input of -attention: text for a character LM, token ids separated by spaces for a task")
+	f.example = -1
+	fs.Var((*optionalIndex)(&f.example), "example", "the input of -attention: the `N`-th validation example (a task: 0..999 of the examples drawn with eval's seed; a corpus: the N-th window of its validation text; a DAE: test image N); default 0 without -input")
+	fs.StringVar(&f.out, "out", "", "folder for the pictures")
+	return f
+}
+
+// optionalIndex is an int flag that is −1 until set, to a value >= 0. Its String is
+// empty for 0 and below, so that -h shows no default.
+type optionalIndex int
+
+func (o *optionalIndex) String() string {
+	if o == nil || *o <= 0 {
+		return ""
+	}
+	return strconv.Itoa(int(*o))
+}
+
+func (o *optionalIndex) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return fmt.Errorf("want an index >= 0")
+	}
+	*o = optionalIndex(n)
+	return nil
+}

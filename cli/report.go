@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/locusml/locus/train"
+)
+
+func init() {
+	register("report", "write a one-page HTML report of a run: configuration, metrics and pictures", runReport)
+}
+
+// reportFigure is one picture of the report, embedded as a data URI.
+type reportFigure struct {
+	Title   string
+	Caption string
+	Src     template.URL
+}
+
+// reportPage is what the report template shows.
+type reportPage struct {
+	Title, Subtitle          string
+	Model, Data, TrainConfig string
+	Columns                  []string
+	Rows                     [][]string
+	Figures                  []reportFigure
+	Bandwidths               string
+	Notes                    []string
+}
+
+func runReport(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("report", "-ckpt DIR -out report.html [-example N]", stderr)
+	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
+	out := fs.String("out", "", "the HTML file to write")
+	example := fs.Int("example", 0, "the validation example whose attention the report draws")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageErrorf("missing -out FILE")
+	}
+	ld, err := fromCheckpoint(*ckpt, stderr)
+	if err != nil {
+		return err
+	}
+	page, err := buildReport(ld, *example)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := reportTemplate.Execute(&buf, page); err != nil {
+		return err
+	}
+	if err := writeFilesAtomic(filepath.Dir(*out), map[string][]byte{filepath.Base(*out): buf.Bytes()}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %s (%d KiB, %d pictures)\n", *out, (buf.Len()+1023)/1024, len(page.Figures))
+	return nil
+}
+
+// buildReport gathers the report of the checkpoint: its configuration, its metrics
+// history, the run's plots and the pictures inspect draws.
+func buildReport(ld *loaded, example int) (*reportPage, error) {
+	ck := ld.ck
+	run := runName(ck.Dir)
+	p := &reportPage{
+		Title:    "Locus run " + run,
+		Subtitle: fmt.Sprintf("checkpoint %s, step %d: %s (locus %s, %s)", ck.Dir, ck.Step, ld.sess.describe(), ck.Versions.Locus, ck.Versions.Go),
+		Model:    indentJSON(ck.ModelConfig), Data: indentJSON(ck.DataConfig), TrainConfig: indentJSON(ck.TrainConfig),
+	}
+	p.Columns, p.Rows = metricsTable(ck.History)
+	runDir := filepath.Dir(filepath.Clean(ck.Dir))
+	if _, err := os.Stat(filepath.Join(ck.Dir, train.LatestFile)); err == nil {
+		runDir = ck.Dir // a run directory given as -ckpt
+	}
+	// The curves are drawn afresh from the checkpoint's history, so that a run trained by
+	// an older Locus gets today's plots; the run's own files are the fallback.
+	fresh, err := os.MkdirTemp("", "locus-report-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(fresh)
+	val := train.ValPrefix + train.MetricLoss
+	if _, ok := lastMetric(ck.History, val); !ok {
+		val = ld.sess.bestMetric()
+	}
+	if err := train.PlotLoss(filepath.Join(fresh, train.PlotFile), run+": training and validation loss", lossLabel(ld.sess), ck.History, val); err == nil {
+		_ = train.PlotBandwidths(filepath.Join(fresh, train.BandwidthPlotFile), run+": learned bandwidths at each evaluation", ck.History)
+	}
+	read := func(file string) ([]byte, error) {
+		if b, err := os.ReadFile(filepath.Join(fresh, file)); err == nil {
+			return b, nil
+		}
+		return os.ReadFile(filepath.Join(runDir, file))
+	}
+	for _, f := range []struct{ file, title, caption string }{
+		{train.PlotFile, "Loss", "Training loss (smoothed for long runs, raw values faint) and validation metric at each evaluation."},
+		{train.BandwidthPlotFile, "Bandwidths", "The learned bandwidths at each evaluation, per layer and head."},
+		{"denoised.png", "Denoised test images", "Clean, noisy and denoised test digits."},
+	} {
+		b, err := read(f.file)
+		if err != nil {
+			continue
+		}
+		p.Figures = append(p.Figures, reportFigure{Title: f.title, Caption: f.caption, Src: pngURI(b)})
+	}
+	var bw strings.Builder
+	if err := printBandwidths(&bw, ld); err == nil {
+		p.Bandwidths = bw.String()
+	}
+	title := fmt.Sprintf("%s, step %d: %s", run, ck.Step, ld.sess.describe())
+	if as, ok := ld.sess.(attentionSession); ok {
+		view, err := as.attention(ld.run, "", example)
+		if err == nil {
+			png, err := renderAttention(view, title+"\ninput: "+truncate(view.Input, 90))
+			if err != nil {
+				return nil, fmt.Errorf("draw attention: %w", err)
+			}
+			p.Figures = append(p.Figures, reportFigure{Title: "Attention", Caption: "Local-mean weights of every layer and head for validation example " + fmt.Sprint(example) + " (inspect -attention).", Src: pngURI(png)})
+		} else {
+			p.Notes = append(p.Notes, "no attention map: "+err.Error())
+		}
+	}
+	if png, err := renderKernels(ld, title); err == nil {
+		p.Figures = append(p.Figures, reportFigure{Title: "Kernels", Caption: "Each layer's kernel profile at its learned bandwidths (inspect -kernels).", Src: pngURI(png)})
+	} else {
+		p.Notes = append(p.Notes, "no kernel profiles: "+err.Error())
+	}
+	return p, nil
+}
+
+func pngURI(b []byte) template.URL {
+	return template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(b))
+}
+
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if len(raw) == 0 || json.Indent(&b, raw, "", "  ") != nil {
+		return "(none)"
+	}
+	return b.String()
+}
+
+// metricsTable returns the columns (step, then the recorded metrics, bandwidths last)
+// and rows of the metrics history.
+func metricsTable(history []train.Record) ([]string, [][]string) {
+	seen := map[string]bool{}
+	for _, r := range history {
+		for k := range r.Metrics {
+			seen[k] = true
+		}
+	}
+	var names []string
+	for k := range seen {
+		names = append(names, k)
+	}
+	rank := func(k string) int {
+		switch {
+		case k == train.MetricLoss:
+			return 0
+		case strings.HasPrefix(k, train.ValPrefix):
+			return 1
+		case strings.HasPrefix(k, train.BandwidthPrefix):
+			return 3
+		}
+		return 2
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := rank(names[i]), rank(names[j]); a != b {
+			return a < b
+		}
+		return names[i] < names[j]
+	})
+	cols := append([]string{"step"}, names...)
+	var rows [][]string
+	for _, r := range history {
+		row := []string{fmt.Sprint(r.Step)}
+		for _, k := range names {
+			v, ok := r.Metrics[k]
+			switch {
+			case !ok:
+				row = append(row, "")
+			case math.IsNaN(v):
+				row = append(row, "NaN")
+			default:
+				row = append(row, fmt.Sprintf("%.4g", v))
+			}
+		}
+		rows = append(rows, row)
+	}
+	return cols, rows
+}
+
+var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.Title}}</title>
+<style>
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 70em; padding: 0 1em; color: #222; background: #fff; }
+h1 { margin-bottom: 0.2em; }
+.sub { color: #555; margin-top: 0; }
+pre { background: #f5f5f5; padding: 0.8em; overflow-x: auto; font-size: 85%; }
+.configs { display: flex; gap: 1em; flex-wrap: wrap; }
+.configs div { flex: 1 1 20em; min-width: 0; }
+table { border-collapse: collapse; font-size: 80%; display: block; overflow-x: auto; max-height: 30em; }
+th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; white-space: nowrap; }
+th { background: #eee; position: sticky; top: 0; }
+figure { margin: 1.5em 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { color: #555; font-size: 90%; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p class="sub">{{.Subtitle}}</p>
+<h2>Configuration</h2>
+<div class="configs">
+<div><h3>Model</h3><pre>{{.Model}}</pre></div>
+<div><h3>Data</h3><pre>{{.Data}}</pre></div>
+<div><h3>Training</h3><pre>{{.TrainConfig}}</pre></div>
+</div>
+{{if .Bandwidths}}<h3>Learned bandwidths</h3><pre>{{.Bandwidths}}</pre>{{end}}
+<h2>Metrics</h2>
+{{if .Rows}}<table>
+<tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{else}}<p>No metrics recorded.</p>{{end}}
+<h2>Pictures</h2>
+{{range .Figures}}<figure><h3>{{.Title}}</h3><img src="{{.Src}}" alt="{{.Title}}"><figcaption>{{.Caption}}</figcaption></figure>
+{{end}}
+{{range .Notes}}<p class="sub">{{.}}</p>{{end}}
+</body>
+</html>
+`))
+
+// lastMetric returns the last recorded value of a metric.
+func lastMetric(history []train.Record, name string) (float64, bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		if v, ok := history[i].Metrics[name]; ok {
+			return v, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,462 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	iofs "io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/dist"
+	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/models/transformer"
+	"github.com/locusml/locus/train"
+)
+
+func init() {
+	register("train", "train a model (default: a Transformer on the reverse task)", runTrain)
+}
+
+// trainFlags are the values of locus train's flags.
+type trainFlags struct {
+	model string
+	// The model and its data: fixed for a run, so on -resume a different value is an
+	// error.
+	task, corruptMode, data, noise, mnist string
+	arch                                  transformer.Arch
+	kernel                                layers.KernelSpec
+	bandwidth                             layers.BandwidthMode
+	positions                             layers.PositionEncoding
+	layers, dmodel, heads, dff, seqLen    int
+	randomFeatures                        int
+	batch                                 int
+	postLN                                bool
+	dropout, corruptRate, sigma           float64
+	maxBytes                              int64
+	seed                                  uint64
+
+	settings            trainSettings
+	out, resume, config string
+
+	set map[string]bool // the flags given on the command line
+}
+
+// modelFlags are the flags of the model and its data.
+var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
+
+// defineTrainFlags binds locus train's flags to f's fields.
+func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
+	fs.StringVar(&f.task, "task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+"), charlm, or mnist (with -model dae or ldae)")
+	fs.StringVar(&f.model, "model", "transformer", "model: transformer, dae (MLP denoising autoencoder) or ldae (localized DAE)")
+	fs.TextVar(&f.arch, "arch", transformer.ArchEncoder, "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
+	fs.TextVar(&f.kernel, "kernel", layers.KernelSpec{Kernel: layers.Exponential{}}, "attention kernel spec (transformer, ldae), e.g. 'gaussian * window(8)' or 'mixture(exponential, laplacian)'; forms: "+strings.Join(layers.KernelNames(), ", "))
+	fs.TextVar(&f.bandwidth, "bandwidth", layers.BandwidthFixed, "bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
+	fs.TextVar(&f.positions, "positions", layers.PositionsLearned, "positions: "+strings.Join(layers.PositionEncodingNames(), ", "))
+	fs.IntVar(&f.layers, "layers", 2, "number of blocks")
+	fs.IntVar(&f.dmodel, "dmodel", 64, "model width")
+	fs.IntVar(&f.heads, "heads", 4, "attention heads")
+	fs.IntVar(&f.dff, "dff", 256, "feed-forward width")
+	fs.BoolVar(&f.postLN, "postln", false, "post-LN blocks instead of pre-LN")
+	fs.Float64Var(&f.dropout, "dropout", 0, "dropout probability")
+	fs.IntVar(&f.randomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")
+	fs.IntVar(&f.batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
+	fs.Uint64Var(&f.seed, "seed", 0, "random seed (parameters and data)")
+	fs.IntVar(&f.seqLen, "seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
+	fs.Float64Var(&f.corruptRate, "corrupt-rate", 0, "denoise-* tasks: fraction of positions corrupted, in (0, 1] (0: 0.15)")
+	fs.StringVar(&f.corruptMode, "corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
+	fs.StringVar(&f.data, "data", "", "charlm: a text file or folder (default: the Go standard library source)")
+	fs.Int64Var(&f.maxBytes, "maxbytes", 4<<20, "charlm: read at most this many bytes of text")
+	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics (default: runs/<task>-<n>, a new one)")
+	fs.StringVar(&f.resume, "resume", "", "resume from this run or checkpoint directory (the model comes from the checkpoint)")
+	fs.StringVar(&f.config, "config", "", "start from a run file (a run's config.json); flags given override it")
+	defineSettingsFlags(fs, &f.settings)
+	fs.StringVar(&f.noise, "noise", "gaussian", "dae, ldae: corruption (gaussian, mask or saltpepper)")
+	fs.Float64Var(&f.sigma, "sigma", 0.3, "dae, ldae: noise level (Gaussian σ, or the corrupted fraction)")
+	fs.StringVar(&f.mnist, "mnist", "", "dae, ldae: folder of the MNIST IDX files (default: the GoMNIST module)")
+}
+
+func runTrain(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("train", "[flags]", stderr)
+	f := &trainFlags{set: map[string]bool{}}
+	defineTrainFlags(fs, f)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.set["random-features"] && f.randomFeatures <= 0 { // 0 is exact attention, but not a value to give
+		return usageErrorf("-random-features must be > 0, got %d (leave it out for exact attention)", f.randomFeatures)
+	}
+	comm, stdout, stderr, err := joinRun(stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return leaveRun(comm, trainIn(comm, f, fs, stdout, stderr))
+}
+
+// trainIn trains the model of the flags, as one process of comm.
+func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io.Writer) error {
+	modelGiven := slices.ContainsFunc(modelFlags, func(n string) bool { return f.set[n] })
+	var name string
+	var fam family
+	var modelCfg, dataCfg json.RawMessage
+	var err error
+	switch {
+	case f.resume != "" && f.config != "":
+		return usageErrorf("-resume and -config do not go together: a resumed run keeps its own configuration")
+	case f.resume != "":
+		ck, err := train.LoadCheckpoint(f.resume)
+		if err != nil {
+			return err
+		}
+		if name, fam, err = checkpointFamily(ck); err != nil {
+			return err
+		}
+		announceDataFiles(stderr, ck)
+		if _, err := f.takeFrom(fs, savedRun{fam, ck.ModelConfig, ck.DataConfig, ck.TrainConfig, ck.Dir}, true); err != nil {
+			return err
+		}
+		if err := f.validate(); err != nil {
+			return err
+		}
+		modelCfg, dataCfg = ck.ModelConfig, ck.DataConfig
+	case f.config != "":
+		rc, err := readRunConfig(f.config)
+		if err != nil {
+			return err
+		}
+		if fam = families[rc.Family]; fam == nil {
+			return fmt.Errorf("%s: model family %q is not one the command line knows (%s)", f.config, rc.Family, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
+		}
+		saved, err := f.takeFrom(fs, savedRun{fam, rc.ModelConfig, rc.DataConfig, rc.Train, f.config}, false)
+		if err != nil {
+			return err
+		}
+		// Without model flags the run file's configurations are used as they are, so
+		// that settings no flag sets are kept too.
+		name, modelCfg, dataCfg = rc.Family, compactJSON(rc.ModelConfig), compactJSON(rc.DataConfig)
+		if modelGiven {
+			// Model flags rebuild the configuration from flags: refuse when the file has
+			// settings that no flag sets, rather than drop them.
+			if err := saved.expressible(rc.ModelConfig, f.config); err != nil {
+				return err
+			}
+			if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
+				return err
+			}
+		} else if err := f.validate(); err != nil {
+			return err
+		}
+	default:
+		if err := resolveSettings(fs, &f.settings, f.set); err != nil {
+			return err
+		}
+		if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
+			return err
+		}
+	}
+	if n := f.settings.Threads; n > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	}
+	ps, err := autodiff.NewParams(f.settings.Dtype.Dtype, f.seed)
+	if err != nil {
+		return err
+	}
+	s, err := fam.open(modelCfg, dataCfg, ps)
+	if err != nil {
+		return err
+	}
+	return fit(name, s, ps, modelCfg, f, comm, stdout, stderr)
+}
+
+// newConfigs returns the family and the model and data configurations of the flags.
+func (f *trainFlags) newConfigs() (name string, fam family, model, data json.RawMessage, err error) {
+	if name, fam, err = familyOfKind(f.model); err != nil {
+		return
+	}
+	if name == "dae" {
+		if !f.set["task"] {
+			f.task = "mnist"
+		}
+		if !f.set["batch"] {
+			f.batch = 128
+		}
+	}
+	if !f.set["arch"] && f.task == transformer.CharLM {
+		f.arch = transformer.ArchLM
+	}
+	if err = f.validate(); err != nil {
+		return
+	}
+	m, d, err := fam.configs(f)
+	if err != nil {
+		return
+	}
+	if model, err = json.Marshal(m); err != nil {
+		return
+	}
+	data, err = json.Marshal(d)
+	return
+}
+
+// validate checks the flags that no configuration validates.
+func (f *trainFlags) validate() error {
+	switch {
+	case f.batch <= 0 || f.batch > transformer.MaxBatch:
+		return usageErrorf("-batch must be in 1..%d, got %d", transformer.MaxBatch, f.batch)
+	case f.seqLen < 0:
+		return usageErrorf("-seqlen must be >= 0, got %d", f.seqLen)
+	case (f.corruptRate != 0 || f.corruptMode != "") && !strings.HasPrefix(f.task, "denoise-"):
+		return usageErrorf("-corrupt-rate and -corrupt-mode are for the denoise-* tasks (got -task %s)", f.task)
+	}
+	return f.settings.validate()
+}
+
+// savedRun is the configuration of an earlier run: a checkpoint's or a run file's.
+type savedRun struct {
+	family            family
+	model, data, sets json.RawMessage
+	what              string // the checkpoint or file, for errors
+}
+
+// takeFrom fills the flags not given on the command line with the values of a saved
+// run. On resume, a model or data flag given with a value other than the saved one is
+// refused, naming the flag and both values, and so is another optimizer (its state
+// would not fit).
+// It returns the saved run as flags.
+func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) (*trainFlags, error) {
+	saved := &trainFlags{set: map[string]bool{}}
+	savedFS := flag.NewFlagSet("saved", flag.ContinueOnError)
+	defineTrainFlags(savedFS, saved)
+	if err := src.family.toFlags(src.model, src.data, saved); err != nil {
+		return nil, fmt.Errorf("%s: %w", src.what, err)
+	}
+	for _, name := range modelFlags {
+		saved.set[name] = true
+	}
+	if err := readSettings(src.sets, savedFS, &saved.settings, src.what+": training settings"); err != nil {
+		return nil, err
+	}
+	if resume {
+		for _, name := range append(slices.Clone(modelFlags), "optim") {
+			if !f.set[name] {
+				continue
+			}
+			given, had := fs.Lookup(name).Value.String(), savedFS.Lookup(name).Value.String()
+			switch {
+			case given == had:
+			case name == "optim":
+				return nil, usageErrorf("-optim %s differs from the checkpoint's %s: the optimizer's state cannot carry over (train a new run with -out DIR)", given, had)
+			default:
+				return nil, usageErrorf("-%s %s differs from the checkpoint's %s: a resumed run keeps its model and data (train a new run with -out DIR to change them)", name, given, had)
+			}
+		}
+	}
+	take := func(name string) error {
+		if f.set[name] {
+			return nil
+		}
+		f.set[name] = true
+		return fs.Set(name, savedFS.Lookup(name).Value.String())
+	}
+	isConditional := map[string]bool{}
+	for _, c := range conditionals {
+		isConditional[settingsFlags[c.key]] = true
+	}
+	names := slices.Clone(modelFlags)
+	for _, key := range settingsKeys() {
+		if name := settingsFlags[key]; !isConditional[name] {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		if err := take(name); err != nil {
+			return nil, err
+		}
+	}
+	// A setting of the saved optimizer or schedule carries over when the (possibly
+	// different) one of this run uses it too.
+	for _, c := range conditionals {
+		if c.uses(&f.settings) && c.uses(&saved.settings) {
+			if err := take(settingsFlags[c.key]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return saved, resolveSettings(fs, &f.settings, f.set)
+}
+
+// expressible reports an error unless the flags f (a saved run's) rebuild the model
+// configuration model; what names the file.
+func (f *trainFlags) expressible(model json.RawMessage, what string) error {
+	_, _, rebuilt, _, err := f.newConfigs()
+	if err != nil {
+		return err
+	}
+	var a, b map[string]any
+	if err := json.Unmarshal(model, &a); err != nil {
+		return fmt.Errorf("%s: model_config: %w", what, err)
+	}
+	if err := json.Unmarshal(rebuilt, &b); err != nil {
+		return err
+	}
+	var differ []string
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		if !reflect.DeepEqual(a[k], b[k]) {
+			differ = append(differ, k)
+		}
+	}
+	if len(differ) > 0 {
+		return usageErrorf("%s: model_config sets %s, which no flag does: edit the file instead of passing model flags", what, strings.Join(differ, ", "))
+	}
+	return nil
+}
+
+// compactJSON returns raw without insignificant space (raw itself if it is not JSON).
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// errInterrupted marks a run stopped by a signal (exit status 130, as a shell reports
+// SIGINT).
+var errInterrupted = errors.New("interrupted")
+
+// fit trains the session's model with the optimizer of the settings, checkpointing into
+// a run directory (-out, or a new runs/<task>-<n>), and prints the summary. With more
+// than one process in comm, it is one process of a data-parallel run, and only rank 0
+// writes.
+func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessage, f *trainFlags, comm *dist.Comm, stdout, stderr io.Writer) error {
+	st := &f.settings
+	if st.Best == "" {
+		st.Best = s.bestMetric()
+	}
+	opt, err := st.newOptimizer(ps)
+	if err != nil {
+		return err
+	}
+	data, err := s.trainData()
+	if err != nil {
+		return err
+	}
+	dir := f.out
+	if f.resume == "" {
+		if dir == "" {
+			if comm.Root() { // the other processes of a data-parallel run write nothing
+				if dir, err = newRunDir("runs", f.task); err != nil {
+					return err
+				}
+			}
+		} else if _, err := os.Stat(filepath.Join(dir, train.LatestFile)); err == nil {
+			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
+		}
+	}
+	run := autodiff.NewModel(ps, s.builder(), f.seed+1)
+	if err := run.SetShards(st.Shards); err != nil {
+		return usageErrorf("-shards: %v", err)
+	}
+	seed := f.seed
+	loop := &train.Loop{
+		Model: run, Optimizer: opt, Data: data,
+		Eval:    func(ctx context.Context) (train.Metrics, error) { return s.metrics(ctx, run, st.EvalN, seed+2) },
+		Observe: bandwidthObserver(s, run, seed+4),
+		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
+		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
+		ItemsName: s.itemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
+		Reducer: comm,
+	}
+	if f.resume != "" {
+		if err := loop.Resume(f.resume); err != nil {
+			return err
+		}
+	}
+	// The run file is written under the run directory's lock, so that of two trains
+	// started into one directory only the one that runs writes it (in a data-parallel
+	// run, rank 0: the others have no run directory to lock).
+	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st) }
+	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
+	if comm.Size() > 1 {
+		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.batch)
+	}
+	fmt.Fprintln(stderr)
+	ctx, stop := interruptible()
+	defer stop()
+	sum, err := loop.Run(ctx)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && sum != nil {
+			if sum.Checkpoint != "" && filepath.Base(sum.Checkpoint) == fmt.Sprintf("step-%06d", sum.Step) {
+				return fmt.Errorf("%w after step %d; checkpoint saved in %s (continue with -resume %s)", errInterrupted, sum.Step, sum.Checkpoint, loop.Dir)
+			}
+			return fmt.Errorf("%w: %v", errInterrupted, err)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "step %d  train loss %.4f", sum.Step, sum.Loss)
+	for _, k := range slices.Sorted(maps.Keys(sum.Eval)) {
+		fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
+	}
+	fmt.Fprintf(stdout, "  %.0f %s/s  %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8))
+	if sum.StoppedEarly {
+		fmt.Fprintf(stdout, "stopped early: best %s %.4f at step %d\n", st.Best, sum.BestValue, sum.BestStep)
+	}
+	fmt.Fprintf(stdout, "run: %s  checkpoint: %s\n", loop.Dir, sum.Checkpoint)
+	t := sum.Time
+	fmt.Fprintf(stderr, "time: steps %.3fs, evaluation %.3fs, checkpoints and plot %.3fs, data %.3fs, other %.3fs\n",
+		t.Steps.Seconds(), t.Eval.Seconds(), t.Checkpoint.Seconds(), t.Data.Seconds(), t.Other.Seconds())
+	reportReduce(stdout, comm, sum)
+	if comm.Root() {
+		if err := s.finish(loop.Dir, run, seed+3, stdout); err != nil {
+			return err
+		}
+	}
+	bw := s.bandwidths()
+	for _, k := range slices.Sorted(maps.Keys(bw)) {
+		fmt.Fprintf(stdout, "bandwidth %s = %.4g\n", k, bw[k])
+	}
+	return nil
+}
+
+// newRunDir creates and returns a new run directory parent/<task>-<n>, n one more than
+// the largest there (creating it claims it, so two runs started together differ).
+func newRunDir(parent, task string) (string, error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return "", err
+	}
+	n := 1
+	for _, e := range entries {
+		if rest, ok := strings.CutPrefix(e.Name(), task+"-"); ok {
+			if k, err := strconv.Atoi(rest); err == nil && k >= n {
+				n = k + 1
+			}
+		}
+	}
+	for ; ; n++ {
+		dir := filepath.Join(parent, fmt.Sprintf("%s-%d", task, n))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, iofs.ErrExist) {
+			return "", err
+		}
+	}
+}
