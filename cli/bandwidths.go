@@ -34,14 +34,14 @@ const probeBatch = 16
 
 // bandwidthObserver returns a train.Loop Observe function that records the session's
 // bandwidths at every evaluation, or nil when the model has none to learn.
-func bandwidthObserver(s session, m *autodiff.Model, seed uint64) func(context.Context) (train.Metrics, error) {
+func bandwidthObserver(s Session, m *autodiff.Model, seed uint64) func(context.Context) (train.Metrics, error) {
 	return func(context.Context) (train.Metrics, error) { return bandwidthMetrics(s, m, seed) }
 }
 
 // bandwidthMetrics returns the session's learned bandwidths as metrics named
 // train.BandwidthPrefix + "<layer>.head<j>", and for per-query bandwidths their
 // distribution over a validation batch (suffixes train.BandwidthStats).
-func bandwidthMetrics(s session, m *autodiff.Model, seed uint64) (train.Metrics, error) {
+func bandwidthMetrics(s Session, m *autodiff.Model, seed uint64) (train.Metrics, error) {
 	out := train.Metrics{}
 	if qs, ok := s.(queryBandwidthSession); ok {
 		per, err := qs.queryBandwidths(m, seed)
@@ -59,7 +59,7 @@ func bandwidthMetrics(s session, m *autodiff.Model, seed uint64) (train.Metrics,
 			return out, nil
 		}
 	}
-	for k, hs := range s.bandwidths() {
+	for k, hs := range s.Bandwidths() {
 		layer := strings.TrimSuffix(k, ".bandwidth")
 		for j, h := range hs {
 			out[bandwidthName(layer, j, len(hs))] = h
@@ -246,7 +246,7 @@ func printBandwidths(w io.Writer, ld *loaded) error {
 			return nil
 		}
 	}
-	bw := ld.sess.bandwidths()
+	bw := ld.sess.Bandwidths()
 	if len(bw) == 0 {
 		return fmt.Errorf("%s: the model has no learned bandwidths (fixed bandwidth): nothing to show", ld.ck.Dir)
 	}

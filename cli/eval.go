@@ -44,7 +44,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := interruptible()
 	defer stop()
-	met, err := ld.sess.metrics(ctx, ld.run, *n, *seed)
+	met, err := ld.sess.Metrics(ctx, ld.run, *n, *seed)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: evaluation interrupted", ld.ck.Dir)
 	}
@@ -54,7 +54,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(met)
 	}
-	fmt.Fprintf(stdout, "%s (step %d, %s):", ld.ck.Dir, ld.ck.Step, ld.sess.describe())
+	fmt.Fprintf(stdout, "%s (step %d, %s):", ld.ck.Dir, ld.ck.Step, ld.sess.Describe())
 	for _, k := range slices.Sorted(maps.Keys(met)) {
 		fmt.Fprintf(stdout, "  %s %.4f", k, met[k])
 	}
@@ -227,7 +227,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	// The bandwidths need the model; a checkpoint of a family this program does not
 	// know is listed without them.
 	if ld, err := loadModelOnly(ck); err == nil {
-		if bw := ld.bandwidths(); len(bw) > 0 {
+		if bw := ld.Bandwidths(); len(bw) > 0 {
 			fmt.Fprintln(stdout, "bandwidths:")
 			printBandwidthTable(stdout, bw)
 		}
@@ -279,7 +279,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	}
 	s, ok := ld.sess.(*transformerSession)
 	if !ok || s.data == nil || s.data.Corpus == nil || s.cfg.Arch != transformer.ArchLM {
-		return fmt.Errorf("%s: sample needs a character LM checkpoint (task charlm), got %s", ld.ck.Dir, ld.sess.describe())
+		return fmt.Errorf("%s: sample needs a character LM checkpoint (task charlm), got %s", ld.ck.Dir, ld.sess.Describe())
 	}
 	corpus := s.data.Corpus
 	start := *prompt

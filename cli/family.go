@@ -12,59 +12,94 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/models/dae"
+	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
 )
 
-// family is a kind of model the command line trains, evaluates and inspects: one value
-// per model family of train's registry, in its own file.
-type family interface {
-	// kinds returns the -model values of the family (transformer; dae and ldae).
-	kinds() []string
-	// configs returns the model and data configurations that the flags describe.
-	configs(f *trainFlags) (model, data any, err error)
-	// toFlags writes saved configurations into f as the flags that would give them.
-	toFlags(model, data json.RawMessage, f *trainFlags) error
-	// configTypes returns zero values of the model and data configuration types, whose
+// Family is a kind of model that the command line trains, evaluates and inspects. The
+// built-in families are "transformer" (-model transformer) and "dae" (-model dae, ldae);
+// a program of your own adds its families with RegisterFamily before it calls Main.
+//
+// A family's name is also the name its model package registered with
+// train.RegisterFamily: checkpoints record it (train.Loop.Family), and export and
+// train.Load rebuild the model through train's registry.
+type Family interface {
+	// Kinds returns the -model values of the family (transformer; dae and ldae).
+	Kinds() []string
+	// Configs returns the model and data configurations that the flags describe, each a
+	// value that encoding/json writes (the checkpoint's model_config and data_config).
+	Configs(f *ModelFlags) (model, data any, err error)
+	// ToFlags writes saved configurations into f as the flags that would give them, so
+	// that -resume and -config can compare them with the flags given; data may be empty.
+	ToFlags(model, data json.RawMessage, f *ModelFlags) error
+	// ConfigTypes returns zero values of the model and data configuration types, whose
 	// JSON keys a run file is checked against.
-	configTypes() (model, data any)
-	// open builds the model from its saved configuration, its parameters in ps, and its
-	// data unless data is empty.
-	open(model, data json.RawMessage, ps *autodiff.Params) (session, error)
+	ConfigTypes() (model, data any)
+	// Open builds the model from its saved configuration, its parameters in ps, and its
+	// data unless data is empty (inspect and export open the model alone).
+	Open(model, data json.RawMessage, ps *autodiff.Params) (Session, error)
 }
 
-// session is a model with its data, rebuilt from flags or from a checkpoint.
-type session interface {
-	// describe returns one line for the start of training.
-	describe() string
-	// builder is the model's graph.
-	builder() autodiff.Builder
-	// dataConfig returns the data configuration to save (with what opening it filled in).
-	dataConfig() any
-	// trainData returns the training batches.
-	trainData() (train.Data, error)
-	// metrics evaluates the model run by m on n fresh validation examples, stopping
-	// with ctx.Err() once ctx is done.
-	metrics(ctx context.Context, m *autodiff.Model, n int, seed uint64) (train.Metrics, error)
-	// bestMetric names the metric that selects the best checkpoint; itemsName what a
-	// batch counts.
-	bestMetric() string
-	itemsName() string
-	// bandwidths returns the learned bandwidths by layer (none for fixed ones).
-	bandwidths() map[string][]float64
-	// finish writes what the family adds to a finished run's directory.
-	finish(dir string, m *autodiff.Model, seed uint64, stdout io.Writer) error
+// Session is a model with its data, rebuilt from flags or from a checkpoint.
+//
+// A session may also have the methods that some commands need, found by a type
+// assertion: `AttentionWeights` (see AttentionSession) for inspect -attention and the
+// report's attention pictures, and `Sample` (see Sampler) for locus sample.
+type Session interface {
+	// Describe returns one line for the start of training and for eval.
+	Describe() string
+	// Builder is the model's graph.
+	Builder() autodiff.Builder
+	// DataConfig returns the data configuration to save (with what opening it filled in),
+	// or nil for a session opened without data.
+	DataConfig() any
+	// TrainData returns the training batches.
+	TrainData() (train.Data, error)
+	// Metrics evaluates the model run by m on n fresh validation examples drawn with
+	// seed, stopping with ctx.Err() once ctx is done. It must include the BestMetric.
+	Metrics(ctx context.Context, m *autodiff.Model, n int, seed uint64) (train.Metrics, error)
+	// BestMetric names the metric that selects the best checkpoint (a key of Metrics,
+	// without the "val_" prefix the loop adds).
+	BestMetric() string
+	// ItemsName says what a batch counts ("sequences", "images"), for throughput.
+	ItemsName() string
+	// Bandwidths returns the learned bandwidths by layer; nil for a model without any.
+	Bandwidths() map[string][]float64
+	// Finish writes what the family adds to a finished run's directory (pictures); it
+	// may do nothing.
+	Finish(dir string, m *autodiff.Model, seed uint64, stdout io.Writer) error
 }
 
 // families maps train's family names to the command line's.
-var families = map[string]family{}
+var families = map[string]Family{}
 
-func registerFamily(name string, f family) { families[name] = f }
+// RegisterFamily makes a model family available to every command under name, which must
+// be the name its model is registered under with train.RegisterFamily. Call it from an
+// init function, before Main. It panics on an empty name, a nil family, a name registered
+// twice or a -model kind that another family has: those are programming errors.
+func RegisterFamily(name string, f Family) {
+	if name == "" || f == nil {
+		panic("cli: RegisterFamily: empty name or nil family")
+	}
+	if _, dup := families[name]; dup {
+		panic("cli: RegisterFamily: family " + name + " registered twice")
+	}
+	for other, g := range families {
+		for _, k := range f.Kinds() {
+			if slices.Contains(g.Kinds(), k) {
+				panic(fmt.Sprintf("cli: RegisterFamily(%q): -model %s belongs to family %s already", name, k, other))
+			}
+		}
+	}
+	families[name] = f
+}
 
 // familyOfKind returns the family whose -model values include kind.
-func familyOfKind(kind string) (string, family, error) {
+func familyOfKind(kind string) (string, Family, error) {
 	var all []string
 	for name, f := range families {
-		for _, k := range f.kinds() {
+		for _, k := range f.Kinds() {
 			if k == kind {
 				return name, f, nil
 			}
@@ -75,25 +110,47 @@ func familyOfKind(kind string) (string, family, error) {
 	return "", nil, usageErrorf("unknown -model %q (valid: %s)", kind, strings.Join(all, ", "))
 }
 
-// checkpointFamily returns the family of a checkpoint; checkpoints written before
-// families were recorded are recognised by their data.
-func checkpointFamily(ck *train.Checkpoint) (string, family, error) {
+// checkpointFamily returns the family of a checkpoint. Checkpoints that the command
+// line wrote before families were recorded are recognised by their data (an MNIST task
+// is a DAE's, any other task a Transformer's) when their model configuration is that
+// family's; any other checkpoint without a family is refused with errNoFamily.
+func checkpointFamily(ck *train.Checkpoint) (string, Family, error) {
 	name := ck.Family
 	if name == "" {
-		var d struct {
-			Task string `json:"task"`
-		}
-		_ = json.Unmarshal(ck.DataConfig, &d)
-		name = "transformer"
-		if d.Task == "mnist" {
-			name = "dae"
+		if name = legacyFamily(ck); name == "" {
+			return "", nil, errNoFamily(ck.Dir)
 		}
 	}
 	f, ok := families[name]
 	if !ok {
-		return name, nil, fmt.Errorf("%s: model family %q is not one the command line knows (%s)", ck.Dir, name, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
+		return name, nil, fmt.Errorf("%s: model family %q is not one this program knows (%s): a family of your own needs a locus binary that registers it (cli.RegisterFamily)", ck.Dir, name, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
 	}
 	return name, f, nil
+}
+
+// legacyFamily returns the family of a checkpoint written without one by an early
+// locus train, or "" when it is not such a checkpoint.
+func legacyFamily(ck *train.Checkpoint) string {
+	var d struct {
+		Task string `json:"task"`
+	}
+	if len(ck.DataConfig) == 0 || json.Unmarshal(ck.DataConfig, &d) != nil || d.Task == "" {
+		return ""
+	}
+	name := transformer.Family
+	if d.Task == "mnist" {
+		name = dae.Family
+	}
+	f, ok := families[name]
+	if !ok || f.ToFlags(ck.ModelConfig, ck.DataConfig, &ModelFlags{}) != nil {
+		return ""
+	}
+	return name
+}
+
+// errNoFamily is the error of a checkpoint that records no model family.
+func errNoFamily(dir string) error {
+	return fmt.Errorf("%s: no model family recorded (written by a train.Loop without Family): set Loop.Family to the name the model is registered under with train.RegisterFamily", dir)
 }
 
 // loaded is a checkpoint opened with its family: the model with the saved weights, and
@@ -101,7 +158,7 @@ func checkpointFamily(ck *train.Checkpoint) (string, family, error) {
 type loaded struct {
 	ck     *train.Checkpoint
 	family string
-	sess   session
+	sess   Session
 	params *autodiff.Params
 	run    *autodiff.Model
 }
@@ -125,14 +182,14 @@ func fromCheckpoint(path string, note io.Writer) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := fam.open(ck.ModelConfig, ck.DataConfig, ps)
+	s, err := fam.Open(ck.ModelConfig, ck.DataConfig, ps)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
 	}
 	if err := ck.ApplyParams(ps); err != nil {
 		return nil, err
 	}
-	run := autodiff.NewModel(ps, s.builder(), 0)
+	run := autodiff.NewModel(ps, s.Builder(), 0)
 	if len(ck.RNG) > 0 {
 		if err := run.SetRNGState(ck.RNG); err != nil {
 			return nil, fmt.Errorf("%s: rng state: %w", ck.Dir, err)
@@ -163,13 +220,16 @@ func announceDataFiles(w io.Writer, ck *train.Checkpoint) {
 
 // checkConfigs validates a checkpoint's model and data configurations, as a resume
 // would, for the commands that do not build the model (export, inspect). A checkpoint
-// of a family this program does not know passes.
+// of a family this program does not know passes; one without a family does not.
 func checkConfigs(ck *train.Checkpoint) error {
 	_, fam, err := checkpointFamily(ck)
-	if err != nil {
+	if fam == nil {
+		if ck.Family == "" {
+			return err
+		}
 		return nil
 	}
-	if err := fam.toFlags(ck.ModelConfig, ck.DataConfig, &trainFlags{}); err != nil {
+	if err := fam.ToFlags(ck.ModelConfig, ck.DataConfig, &ModelFlags{}); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(ck.Dir, train.MetaFile), err)
 	}
 	return nil
@@ -182,7 +242,7 @@ func errNoData(what string) error {
 
 // loadModelOnly rebuilds a checkpoint's model with its weights but without its data,
 // for what needs only the model.
-func loadModelOnly(ck *train.Checkpoint) (session, error) {
+func loadModelOnly(ck *train.Checkpoint) (Session, error) {
 	_, fam, err := checkpointFamily(ck)
 	if err != nil {
 		return nil, err
@@ -191,7 +251,7 @@ func loadModelOnly(ck *train.Checkpoint) (session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := fam.open(ck.ModelConfig, nil, ps)
+	s, err := fam.Open(ck.ModelConfig, nil, ps)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/locusml/locus/train"
 )
 
-func init() { registerFamily(dae.Family, daeFamily{}) }
+func init() { RegisterFamily(dae.Family, daeFamily{}) }
 
 // daeFamily trains denoising autoencoders on MNIST: the MLP (-model dae) and the
 // localized DAE (-model ldae).
@@ -36,35 +36,35 @@ func (d mnistData) validate() error {
 	return nil
 }
 
-func (daeFamily) kinds() []string { return []string{dae.KindMLP, dae.KindLocalized} }
+func (daeFamily) Kinds() []string { return []string{dae.KindMLP, dae.KindLocalized} }
 
-func (daeFamily) configs(f *trainFlags) (any, any, error) {
-	if f.task != "mnist" {
-		return nil, nil, usageErrorf("-task mnist goes with -model dae or ldae (got -model %s -task %s)", f.model, f.task)
+func (daeFamily) Configs(f *ModelFlags) (any, any, error) {
+	if f.Task != "mnist" {
+		return nil, nil, usageErrorf("-task mnist goes with -model dae or ldae (got -model %s -task %s)", f.Model, f.Task)
 	}
 	cfg := dae.DefaultConfig()
-	if f.model == dae.KindLocalized {
+	if f.Model == dae.KindLocalized {
 		cfg = dae.DefaultLocalizedConfig()
 		if f.set["kernel"] {
-			k := f.kernel
+			k := f.Kernel
 			cfg.Kernel = &k
 		}
 	} else if f.set["kernel"] {
 		return nil, nil, usageErrorf("-kernel is for -model transformer or ldae")
 	}
-	if f.randomFeatures != 0 {
+	if f.RandomFeatures != 0 {
 		return nil, nil, usageErrorf("-random-features is for -model transformer")
 	}
-	cfg.Noise, cfg.Sigma = f.noise, f.sigma
+	cfg.Noise, cfg.Sigma = f.Noise, f.Sigma
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
-	return cfg, mnistData{Task: "mnist", MNIST: f.mnist, Batch: f.batch, Seed: f.seed}, nil
+	return cfg, mnistData{Task: "mnist", MNIST: f.MNIST, Batch: f.Batch, Seed: f.Seed}, nil
 }
 
-func (daeFamily) configTypes() (any, any) { return dae.Config{}, mnistData{} }
+func (daeFamily) ConfigTypes() (any, any) { return dae.Config{}, mnistData{} }
 
-func (daeFamily) toFlags(model, data json.RawMessage, f *trainFlags) error {
+func (daeFamily) ToFlags(model, data json.RawMessage, f *ModelFlags) error {
 	cfg, err := dae.ParseConfig(model)
 	if err != nil {
 		return err
@@ -78,15 +78,15 @@ func (daeFamily) toFlags(model, data json.RawMessage, f *trainFlags) error {
 			return err
 		}
 	}
-	f.model, f.task, f.noise, f.sigma = cfg.Kind, "mnist", cfg.Noise, cfg.Sigma
+	f.Model, f.Task, f.Noise, f.Sigma = cfg.Kind, "mnist", cfg.Noise, cfg.Sigma
 	if cfg.Kernel != nil {
-		f.kernel = *cfg.Kernel
+		f.Kernel = *cfg.Kernel
 	}
-	f.mnist, f.batch, f.seed = d.MNIST, d.Batch, d.Seed
+	f.MNIST, f.Batch, f.Seed = d.MNIST, d.Batch, d.Seed
 	return nil
 }
 
-func (daeFamily) open(model, data json.RawMessage, ps *autodiff.Params) (session, error) {
+func (daeFamily) Open(model, data json.RawMessage, ps *autodiff.Params) (Session, error) {
 	cfg, err := dae.ParseConfig(model)
 	if err != nil {
 		return nil, err
@@ -122,27 +122,27 @@ type daeSession struct {
 	mnist *datasets.MNIST // nil without a data configuration
 }
 
-func (s *daeSession) describe() string { return "mnist, " + s.cfg.String() }
+func (s *daeSession) Describe() string { return "mnist, " + s.cfg.String() }
 
-func (s *daeSession) builder() autodiff.Builder { return s.model.Builder() }
+func (s *daeSession) Builder() autodiff.Builder { return s.model.Builder() }
 
-func (s *daeSession) dataConfig() any {
+func (s *daeSession) DataConfig() any {
 	if s.mnist == nil {
 		return nil
 	}
 	return s.data
 }
 
-func (s *daeSession) trainData() (train.Data, error) {
+func (s *daeSession) TrainData() (train.Data, error) {
 	if s.mnist == nil {
 		return nil, errNoData("training")
 	}
 	return dae.NewData(s.model, s.mnist.Train, s.data.Batch, s.data.Seed+1)
 }
 
-// metrics is the test MSE of the model's output against the clean image, for clean
+// Metrics is the test MSE of the model's output against the clean image, for clean
 // inputs and for inputs corrupted by the model's noise, over the first n test images.
-func (s *daeSession) metrics(ctx context.Context, _ *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
+func (s *daeSession) Metrics(ctx context.Context, _ *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
 	if s.mnist == nil {
 		return nil, errNoData("evaluation")
 	}
@@ -151,12 +151,12 @@ func (s *daeSession) metrics(ctx context.Context, _ *autodiff.Model, n int, seed
 	return dae.Metrics(ctx, s.model, imgs.Pixels[:n*imgs.Rows*imgs.Cols], s.model.Noise(), seed)
 }
 
-func (s *daeSession) bestMetric() string { return train.ValPrefix + dae.MetricMSEClean }
+func (s *daeSession) BestMetric() string { return train.ValPrefix + dae.MetricMSEClean }
 
-func (s *daeSession) itemsName() string { return "samples" }
+func (s *daeSession) ItemsName() string { return "samples" }
 
-// bandwidths returns the localized DAE's bandwidths under its parameter names.
-func (s *daeSession) bandwidths() map[string][]float64 {
+// Bandwidths returns the localized DAE's Bandwidths under its parameter names.
+func (s *daeSession) Bandwidths() map[string][]float64 {
 	out := map[string][]float64{}
 	for i, b := range s.model.Bandwidths() {
 		out[fmt.Sprintf("level.%d.attn.bandwidth", i)] = b
@@ -164,8 +164,8 @@ func (s *daeSession) bandwidths() map[string][]float64 {
 	return out
 }
 
-// finish writes a PNG grid of clean / noisy / denoised test digits into dir.
-func (s *daeSession) finish(dir string, _ *autodiff.Model, seed uint64, stdout io.Writer) error {
+// Finish writes a PNG grid of clean / noisy / denoised test digits into dir.
+func (s *daeSession) Finish(dir string, _ *autodiff.Model, seed uint64, stdout io.Writer) error {
 	if s.mnist == nil {
 		return nil
 	}
@@ -187,7 +187,7 @@ func (s *daeSession) finish(dir string, _ *autodiff.Model, seed uint64, stdout i
 		return out
 	}
 	path := filepath.Join(dir, "denoised.png")
-	title := fmt.Sprintf("%s: %s", filepath.Base(filepath.Clean(dir)), s.describe())
+	title := fmt.Sprintf("%s: %s", filepath.Base(filepath.Clean(dir)), s.Describe())
 	png, err := renderDenoised(title, rows(clean), rows(noisy), rows(den))
 	if err == nil {
 		err = writeFilesAtomic(dir, map[string][]byte{"denoised.png": png})

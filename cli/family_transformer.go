@@ -15,38 +15,38 @@ import (
 	"github.com/locusml/locus/train"
 )
 
-func init() { registerFamily(transformer.Family, transformerFamily{}) }
+func init() { RegisterFamily(transformer.Family, transformerFamily{}) }
 
 // transformerFamily trains Transformers on toy tasks and character corpora.
 type transformerFamily struct{}
 
-func (transformerFamily) kinds() []string { return []string{"transformer"} }
+func (transformerFamily) Kinds() []string { return []string{"transformer"} }
 
-func (transformerFamily) configs(f *trainFlags) (any, any, error) {
-	if f.task == "mnist" {
+func (transformerFamily) Configs(f *ModelFlags) (any, any, error) {
+	if f.Task == "mnist" {
 		return nil, nil, usageErrorf("-task mnist goes with -model dae or ldae")
 	}
-	d := transformer.DataConfig{Task: f.task, Batch: f.batch, Seed: f.seed}
+	d := transformer.DataConfig{Task: f.Task, Batch: f.Batch, Seed: f.Seed}
 	switch {
-	case f.task == transformer.CharLM:
-		d.Corpus, d.MaxBytes, d.SeqLen = f.data, f.maxBytes, f.seqLen
+	case f.Task == transformer.CharLM:
+		d.Corpus, d.MaxBytes, d.SeqLen = f.Data, f.MaxBytes, f.SeqLen
 		if d.SeqLen == 0 {
 			d.SeqLen = 64
 		}
-		if f.arch != transformer.ArchLM {
+		if f.Arch != transformer.ArchLM {
 			return nil, nil, usageErrorf("-task charlm needs -arch lm")
 		}
-	case f.data != "":
+	case f.Data != "":
 		return nil, nil, usageErrorf("-data is for -task charlm")
 	default:
-		d.TaskConfig = datasets.TaskConfig{SeqLen: f.seqLen, CorruptRate: f.corruptRate, CorruptMode: f.corruptMode}
-		if !slices.Contains(datasets.TaskNames(), f.task) {
-			return nil, nil, usageErrorf("unknown -task %q (valid: %s, charlm, mnist)", f.task, strings.Join(datasets.TaskNames(), ", "))
+		d.TaskConfig = datasets.TaskConfig{SeqLen: f.SeqLen, CorruptRate: f.CorruptRate, CorruptMode: f.CorruptMode}
+		if !slices.Contains(datasets.TaskNames(), f.Task) {
+			return nil, nil, usageErrorf("unknown -task %q (valid: %s, charlm, mnist)", f.Task, strings.Join(datasets.TaskNames(), ", "))
 		}
-		if _, err := datasets.TaskByName(f.task, d.TaskConfig); err != nil {
+		if _, err := datasets.TaskByName(f.Task, d.TaskConfig); err != nil {
 			return nil, nil, usageErrorf("%v", err) // a bad -seqlen or -corrupt-* value
 		}
-		if f.arch == transformer.ArchLM {
+		if f.Arch == transformer.ArchLM {
 			d.Layout = datasets.Causal
 		}
 	}
@@ -54,22 +54,22 @@ func (transformerFamily) configs(f *trainFlags) (any, any, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := transformer.DefaultConfig(f.arch, data.ModelVocab(f.arch), data.SeqLen())
-	cfg.Kernel, cfg.Bandwidth, cfg.Positions = f.kernel, f.bandwidth, f.positions
-	cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden = f.layers, f.dmodel, f.heads, f.dff
-	cfg.PostLN, cfg.Dropout = f.postLN, f.dropout
-	cfg.RandomFeatures = f.randomFeatures
+	cfg := transformer.DefaultConfig(f.Arch, data.ModelVocab(f.Arch), data.SeqLen())
+	cfg.Kernel, cfg.Bandwidth, cfg.Positions = f.Kernel, f.Bandwidth, f.Positions
+	cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden = f.Layers, f.DModel, f.Heads, f.DFF
+	cfg.PostLN, cfg.Dropout = f.PostLN, f.Dropout
+	cfg.RandomFeatures = f.RandomFeatures
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErrorf("%v", err)
 	}
 	return cfg, data.Config, nil
 }
 
-func (transformerFamily) configTypes() (any, any) {
+func (transformerFamily) ConfigTypes() (any, any) {
 	return transformer.Config{}, transformer.DataConfig{}
 }
 
-func (transformerFamily) toFlags(model, data json.RawMessage, f *trainFlags) error {
+func (transformerFamily) ToFlags(model, data json.RawMessage, f *ModelFlags) error {
 	cfg, err := transformer.ParseConfig(model)
 	if err != nil {
 		return err
@@ -83,19 +83,19 @@ func (transformerFamily) toFlags(model, data json.RawMessage, f *trainFlags) err
 			return err
 		}
 	}
-	f.model, f.task, f.arch = "transformer", d.Task, cfg.Arch
-	f.kernel, f.bandwidth, f.positions = cfg.Kernel, cfg.Bandwidth, cfg.Positions
-	f.layers, f.dmodel, f.heads, f.dff, f.postLN, f.dropout = cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden, cfg.PostLN, cfg.Dropout
-	f.randomFeatures = cfg.RandomFeatures
-	f.seqLen, f.corruptRate, f.corruptMode = d.TaskConfig.SeqLen, d.TaskConfig.CorruptRate, d.TaskConfig.CorruptMode
+	f.Model, f.Task, f.Arch = "transformer", d.Task, cfg.Arch
+	f.Kernel, f.Bandwidth, f.Positions = cfg.Kernel, cfg.Bandwidth, cfg.Positions
+	f.Layers, f.DModel, f.Heads, f.DFF, f.PostLN, f.Dropout = cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden, cfg.PostLN, cfg.Dropout
+	f.RandomFeatures = cfg.RandomFeatures
+	f.SeqLen, f.CorruptRate, f.CorruptMode = d.TaskConfig.SeqLen, d.TaskConfig.CorruptRate, d.TaskConfig.CorruptMode
 	if d.Task == transformer.CharLM {
-		f.seqLen = d.SeqLen
+		f.SeqLen = d.SeqLen
 	}
-	f.data, f.maxBytes, f.batch, f.seed = d.Corpus, d.MaxBytes, d.Batch, d.Seed
+	f.Data, f.MaxBytes, f.Batch, f.Seed = d.Corpus, d.MaxBytes, d.Batch, d.Seed
 	return nil
 }
 
-func (transformerFamily) open(model, data json.RawMessage, ps *autodiff.Params) (session, error) {
+func (transformerFamily) Open(model, data json.RawMessage, ps *autodiff.Params) (Session, error) {
 	cfg, err := transformer.ParseConfig(model)
 	if err != nil {
 		return nil, err
@@ -125,7 +125,7 @@ type transformerSession struct {
 	data  *transformer.Data // nil without a data configuration
 }
 
-func (s *transformerSession) describe() string {
+func (s *transformerSession) Describe() string {
 	task := "(no data)"
 	if s.data != nil {
 		task = s.data.Config.Task
@@ -133,43 +133,43 @@ func (s *transformerSession) describe() string {
 	return fmt.Sprintf("%s, %s %d×%d, %d heads, kernel %s, bandwidth %s", task, s.cfg.Arch, s.cfg.Layers, s.cfg.Dim, s.cfg.Heads, s.cfg.Kernel, s.cfg.Bandwidth)
 }
 
-func (s *transformerSession) builder() autodiff.Builder { return s.model.Builder() }
+func (s *transformerSession) Builder() autodiff.Builder { return s.model.Builder() }
 
-func (s *transformerSession) dataConfig() any {
+func (s *transformerSession) DataConfig() any {
 	if s.data == nil {
 		return nil
 	}
 	return s.data.Config
 }
 
-func (s *transformerSession) trainData() (train.Data, error) {
+func (s *transformerSession) TrainData() (train.Data, error) {
 	if s.data == nil {
 		return nil, errNoData("training")
 	}
 	return s.data.Train(s.cfg.Arch, s.data.Config.Seed+1)
 }
 
-func (s *transformerSession) metrics(ctx context.Context, m *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
+func (s *transformerSession) Metrics(ctx context.Context, m *autodiff.Model, n int, seed uint64) (train.Metrics, error) {
 	if s.data == nil {
 		return nil, errNoData("evaluation")
 	}
 	return s.data.Metrics(ctx, m, s.cfg.Arch, n, seed)
 }
 
-func (s *transformerSession) bestMetric() string { return train.ValPrefix + transformer.MetricLoss }
+func (s *transformerSession) BestMetric() string { return train.ValPrefix + transformer.MetricLoss }
 
-func (s *transformerSession) itemsName() string {
+func (s *transformerSession) ItemsName() string {
 	if s.data == nil {
 		return "items"
 	}
 	return s.data.ItemsName()
 }
 
-func (s *transformerSession) bandwidths() map[string][]float64 {
+func (s *transformerSession) Bandwidths() map[string][]float64 {
 	if s.cfg.Bandwidth == layers.BandwidthFixed {
 		return nil
 	}
 	return s.model.Bandwidths()
 }
 
-func (s *transformerSession) finish(string, *autodiff.Model, uint64, io.Writer) error { return nil }
+func (s *transformerSession) Finish(string, *autodiff.Model, uint64, io.Writer) error { return nil }

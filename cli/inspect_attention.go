@@ -51,6 +51,57 @@ type attentionSession interface {
 	attention(m *autodiff.Model, input string, example int) (*attentionView, error)
 }
 
+// AttentionSession is a Session whose local means inspect -attention and the report can
+// draw: it gives the model's inputs for one example, and the weights are read from the
+// forward pass's taps (layers.TapWeights and layers.TapVisible, which every kernel
+// attention layer of package layers records).
+type AttentionSession interface {
+	// AttentionInput returns the inputs of one example: input, as text, when it is not
+	// empty, else the example-th validation example (0 to 999).
+	AttentionInput(input string, example int) (*AttentionInput, error)
+}
+
+// AttentionInput is one example to draw the attention of.
+type AttentionInput struct {
+	Text   string                   // the example as shown in the picture's title
+	Inputs map[string]*tensor.Dense // the model's inputs, batch size 1
+	// Labels returns the labels of the queries and keys of an attention layer, by its
+	// scope (the scope the layer's taps are recorded under, e.g. "attn").
+	Labels func(layer string) (queries, keys []string)
+}
+
+var (
+	_ attentionSession = (*transformerSession)(nil)
+	_ attentionSession = (*daeSession)(nil)
+)
+
+// attentionOf returns the attention a session can draw: the built-in families' own,
+// or an AttentionSession's.
+func attentionOf(s Session) (attentionSession, bool) {
+	switch s := s.(type) {
+	case attentionSession:
+		return s, true
+	case AttentionSession:
+		return userAttention{s}, true
+	}
+	return nil, false
+}
+
+type userAttention struct{ AttentionSession }
+
+func (u userAttention) attention(m *autodiff.Model, input string, example int) (*attentionView, error) {
+	in, err := u.AttentionInput(input, example)
+	if err != nil {
+		return nil, err
+	}
+	view, err := tapped(m, in.Inputs, in.Labels)
+	if err != nil {
+		return nil, err
+	}
+	view.Input = in.Text
+	return view, nil
+}
+
 // tapped runs m on inputs with taps and collects the maps of every attention layer;
 // labels gives the query and key labels of a layer (by its scope).
 func tapped(m *autodiff.Model, inputs map[string]*tensor.Dense, labels func(layer string) (q, k []string)) (*attentionView, error) {

@@ -49,9 +49,9 @@ func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
 		}
 	}
 	files := map[string][]byte{}
-	title := fmt.Sprintf("%s, step %d: %s", runName(ld.ck.Dir), ld.ck.Step, ld.sess.describe())
+	title := fmt.Sprintf("%s, step %d: %s", runName(ld.ck.Dir), ld.ck.Step, ld.sess.Describe())
 	if f.attention {
-		as, ok := ld.sess.(attentionSession)
+		as, ok := attentionOf(ld.sess)
 		if !ok {
 			return fmt.Errorf("%s: the model family %s has no attention to draw", ld.ck.Dir, ld.family)
 		}

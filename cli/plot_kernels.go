@@ -20,18 +20,24 @@ import (
 	"github.com/locusml/locus/train"
 )
 
-// kernelSession is a session whose attention kernels inspect -kernels can draw.
-type kernelSession interface {
-	// kernel returns the model's (unbound) attention kernel.
-	kernel() (layers.ContentKernel, error)
-	// layerBandwidths returns every attention layer's bandwidth per head, by the layer's
+// KernelSession is a session whose attention kernels inspect -kernels can draw.
+type KernelSession interface {
+	// Kernel returns the model's (unbound) attention Kernel.
+	Kernel() (layers.ContentKernel, error)
+	// LayerBandwidths returns every attention layer's bandwidth per head, by the layer's
 	// scope; per-query bandwidths by their median on a validation batch.
-	layerBandwidths(m *autodiff.Model) (map[string][]float64, error)
+	LayerBandwidths(m *autodiff.Model) (map[string][]float64, error)
 }
 
-func (s *transformerSession) kernel() (layers.ContentKernel, error) { return s.cfg.Kernel.Value(), nil }
+// The built-in sessions draw their kernels; the assertions keep them doing so.
+var (
+	_ KernelSession = (*transformerSession)(nil)
+	_ KernelSession = (*daeSession)(nil)
+)
 
-func (s *transformerSession) layerBandwidths(m *autodiff.Model) (map[string][]float64, error) {
+func (s *transformerSession) Kernel() (layers.ContentKernel, error) { return s.cfg.Kernel.Value(), nil }
+
+func (s *transformerSession) LayerBandwidths(m *autodiff.Model) (map[string][]float64, error) {
 	per, err := s.queryBandwidths(m, exampleSeed)
 	if err != nil {
 		return nil, err
@@ -50,16 +56,16 @@ func (s *transformerSession) layerBandwidths(m *autodiff.Model) (map[string][]fl
 	return out, nil
 }
 
-func (s *daeSession) kernel() (layers.ContentKernel, error) {
+func (s *daeSession) Kernel() (layers.ContentKernel, error) {
 	if s.cfg.Kind != dae.KindLocalized || s.cfg.Kernel == nil {
 		return nil, fmt.Errorf("the MLP DAE has no kernel to draw (train -model ldae)")
 	}
 	return s.cfg.Kernel.Value(), nil
 }
 
-func (s *daeSession) layerBandwidths(*autodiff.Model) (map[string][]float64, error) {
+func (s *daeSession) LayerBandwidths(*autodiff.Model) (map[string][]float64, error) {
 	out := map[string][]float64{}
-	for k, v := range s.bandwidths() {
+	for k, v := range s.Bandwidths() {
 		out[strings.TrimSuffix(k, ".bandwidth")] = v
 	}
 	return out, nil
@@ -106,15 +112,15 @@ func profile(k layers.ContentKernel, h float64, xs []float64) plotter.XYs {
 // per head), the mixture weights of a mixture kernel, and the learned relative-position
 // biases where the kernel has them, and returns the PNG.
 func renderKernels(ld *loaded, title string) ([]byte, error) {
-	ks, ok := ld.sess.(kernelSession)
+	ks, ok := ld.sess.(KernelSession)
 	if !ok {
 		return nil, fmt.Errorf("the model family %s has no kernels to draw", ld.family)
 	}
-	kern, err := ks.kernel()
+	kern, err := ks.Kernel()
 	if err != nil {
 		return nil, err
 	}
-	bws, err := ks.layerBandwidths(ld.run)
+	bws, err := ks.LayerBandwidths(ld.run)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package cli
 import "github.com/locusml/locus/models/dae"
 
 // lossLabel names a session's training loss with its unit, for the y axis of loss.png.
-func lossLabel(s session) string {
+func lossLabel(s Session) string {
 	switch s := s.(type) {
 	case *transformerSession:
 		return "cross-entropy (nats/" + s.itemUnit() + ")"

@@ -75,7 +75,7 @@ func buildReport(ld *loaded, example int) (*reportPage, error) {
 	run := runName(ck.Dir)
 	p := &reportPage{
 		Title:    "Locus run " + run,
-		Subtitle: fmt.Sprintf("checkpoint %s, step %d: %s (locus %s, %s)", ck.Dir, ck.Step, ld.sess.describe(), ck.Versions.Locus, ck.Versions.Go),
+		Subtitle: fmt.Sprintf("checkpoint %s, step %d: %s (locus %s, %s)", ck.Dir, ck.Step, ld.sess.Describe(), ck.Versions.Locus, ck.Versions.Go),
 		Model:    indentJSON(ck.ModelConfig), Data: indentJSON(ck.DataConfig), TrainConfig: indentJSON(ck.TrainConfig),
 	}
 	p.Columns, p.Rows = metricsTable(ck.History)
@@ -92,7 +92,7 @@ func buildReport(ld *loaded, example int) (*reportPage, error) {
 	defer os.RemoveAll(fresh)
 	val := train.ValPrefix + train.MetricLoss
 	if _, ok := lastMetric(ck.History, val); !ok {
-		val = ld.sess.bestMetric()
+		val = ld.sess.BestMetric()
 	}
 	if err := train.PlotLoss(filepath.Join(fresh, train.PlotFile), run+": training and validation loss", lossLabel(ld.sess), ck.History, val); err == nil {
 		_ = train.PlotBandwidths(filepath.Join(fresh, train.BandwidthPlotFile), run+": learned bandwidths at each evaluation", ck.History)
@@ -118,8 +118,8 @@ func buildReport(ld *loaded, example int) (*reportPage, error) {
 	if err := printBandwidths(&bw, ld); err == nil {
 		p.Bandwidths = bw.String()
 	}
-	title := fmt.Sprintf("%s, step %d: %s", run, ck.Step, ld.sess.describe())
-	if as, ok := ld.sess.(attentionSession); ok {
+	title := fmt.Sprintf("%s, step %d: %s", run, ck.Step, ld.sess.Describe())
+	if as, ok := attentionOf(ld.sess); ok {
 		view, err := as.attention(ld.run, "", example)
 		if err == nil {
 			png, err := renderAttention(view, title+"\ninput: "+truncate(view.Input, 90))

@@ -77,7 +77,7 @@ func readRunConfig(path string) (*runConfig, error) {
 		return nil, fmt.Errorf("%s: not a run file (model_family and model_config are missing)", path)
 	}
 	if fam := families[rc.Family]; fam != nil {
-		model, data := fam.configTypes()
+		model, data := fam.ConfigTypes()
 		if err := checkKeys(rc.ModelConfig, reflect.TypeOf(model), path, "model_config."); err != nil {
 			return nil, err
 		}

@@ -32,72 +32,81 @@ func init() {
 
 // trainFlags are the values of locus train's flags.
 type trainFlags struct {
-	model string
-	// The model and its data: fixed for a run, so on -resume a different value is an
-	// error.
-	task, corruptMode, data, noise, mnist string
-	arch                                  transformer.Arch
-	kernel                                layers.KernelSpec
-	bandwidth                             layers.BandwidthMode
-	positions                             layers.PositionEncoding
-	layers, dmodel, heads, dff, seqLen    int
-	randomFeatures                        int
-	batch                                 int
-	postLN                                bool
-	dropout, corruptRate, sigma           float64
-	maxBytes                              int64
-	seed                                  uint64
-
+	ModelFlags
 	settings            trainSettings
 	out, resume, config string
+}
+
+// ModelFlags are the values of locus train's model and data flags, which a Family turns
+// into its model and data configurations (Family.Configs) and reads back from saved ones
+// (Family.ToFlags). They are fixed for a run: on -resume a different value is an error.
+// Each field is the flag of the same name; the defaults are those of `locus train -h`.
+type ModelFlags struct {
+	Model                                 string // -model: a value of some Family's Kinds
+	Task, CorruptMode, Data, Noise, MNIST string
+	Arch                                  transformer.Arch
+	Kernel                                layers.KernelSpec
+	Bandwidth                             layers.BandwidthMode
+	Positions                             layers.PositionEncoding
+	Layers, DModel, Heads, DFF, SeqLen    int
+	RandomFeatures                        int
+	Batch                                 int
+	PostLN                                bool
+	Dropout, CorruptRate, Sigma           float64
+	MaxBytes                              int64
+	Seed                                  uint64
 
 	set map[string]bool // the flags given on the command line
 }
+
+// Given reports whether the flag name (without its dash) was given on the command line
+// or, on -resume and with -config, holds a saved run's value.
+func (f *ModelFlags) Given(name string) bool { return f.set[name] }
 
 // modelFlags are the flags of the model and its data.
 var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
 
 // defineTrainFlags binds locus train's flags to f's fields.
 func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
-	fs.StringVar(&f.task, "task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+"), charlm, or mnist (with -model dae or ldae)")
-	fs.StringVar(&f.model, "model", "transformer", "model: transformer, dae (MLP denoising autoencoder) or ldae (localized DAE)")
-	fs.TextVar(&f.arch, "arch", transformer.ArchEncoder, "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
-	fs.TextVar(&f.kernel, "kernel", layers.KernelSpec{Kernel: layers.Exponential{}}, "attention kernel spec (transformer, ldae), e.g. 'gaussian * window(8)' or 'mixture(exponential, laplacian)'; forms: "+strings.Join(layers.KernelNames(), ", "))
-	fs.TextVar(&f.bandwidth, "bandwidth", layers.BandwidthFixed, "bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
-	fs.TextVar(&f.positions, "positions", layers.PositionsLearned, "positions: "+strings.Join(layers.PositionEncodingNames(), ", "))
-	fs.IntVar(&f.layers, "layers", 2, "number of blocks")
-	fs.IntVar(&f.dmodel, "dmodel", 64, "model width")
-	fs.IntVar(&f.heads, "heads", 4, "attention heads")
-	fs.IntVar(&f.dff, "dff", 256, "feed-forward width")
-	fs.BoolVar(&f.postLN, "postln", false, "post-LN blocks instead of pre-LN")
-	fs.Float64Var(&f.dropout, "dropout", 0, "dropout probability")
-	fs.IntVar(&f.randomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")
-	fs.IntVar(&f.batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
-	fs.Uint64Var(&f.seed, "seed", 0, "random seed (parameters and data)")
-	fs.IntVar(&f.seqLen, "seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
-	fs.Float64Var(&f.corruptRate, "corrupt-rate", 0, "denoise-* tasks: fraction of positions corrupted, in (0, 1] (0: 0.15)")
-	fs.StringVar(&f.corruptMode, "corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
-	fs.StringVar(&f.data, "data", "", "charlm: a text file or folder (default: the Go standard library source)")
-	fs.Int64Var(&f.maxBytes, "maxbytes", 4<<20, "charlm: read at most this many bytes of text")
+	fs.StringVar(&f.Task, "task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+"), charlm, or mnist (with -model dae or ldae)")
+	fs.StringVar(&f.Model, "model", "transformer", "model: transformer, dae (MLP denoising autoencoder) or ldae (localized DAE)")
+	fs.TextVar(&f.Arch, "arch", transformer.ArchEncoder, "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
+	fs.TextVar(&f.Kernel, "kernel", layers.KernelSpec{Kernel: layers.Exponential{}}, "attention kernel spec (transformer, ldae), e.g. 'gaussian * window(8)' or 'mixture(exponential, laplacian)'; forms: "+strings.Join(layers.KernelNames(), ", "))
+	fs.TextVar(&f.Bandwidth, "bandwidth", layers.BandwidthFixed, "bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
+	fs.TextVar(&f.Positions, "positions", layers.PositionsLearned, "positions: "+strings.Join(layers.PositionEncodingNames(), ", "))
+	fs.IntVar(&f.Layers, "layers", 2, "number of blocks")
+	fs.IntVar(&f.DModel, "dmodel", 64, "model width")
+	fs.IntVar(&f.Heads, "heads", 4, "attention heads")
+	fs.IntVar(&f.DFF, "dff", 256, "feed-forward width")
+	fs.BoolVar(&f.PostLN, "postln", false, "post-LN blocks instead of pre-LN")
+	fs.Float64Var(&f.Dropout, "dropout", 0, "dropout probability")
+	fs.IntVar(&f.RandomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")
+	fs.IntVar(&f.Batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
+	fs.Uint64Var(&f.Seed, "seed", 0, "random seed (parameters and data)")
+	fs.IntVar(&f.SeqLen, "seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
+	fs.Float64Var(&f.CorruptRate, "corrupt-rate", 0, "denoise-* tasks: fraction of positions corrupted, in (0, 1] (0: 0.15)")
+	fs.StringVar(&f.CorruptMode, "corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
+	fs.StringVar(&f.Data, "data", "", "charlm: a text file or folder (default: the Go standard library source)")
+	fs.Int64Var(&f.MaxBytes, "maxbytes", 4<<20, "charlm: read at most this many bytes of text")
 	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics (default: runs/<task>-<n>, a new one)")
 	fs.StringVar(&f.resume, "resume", "", "resume from this run or checkpoint directory (the model comes from the checkpoint)")
 	fs.StringVar(&f.config, "config", "", "start from a run file (a run's config.json); flags given override it")
 	defineSettingsFlags(fs, &f.settings)
-	fs.StringVar(&f.noise, "noise", "gaussian", "dae, ldae: corruption (gaussian, mask or saltpepper)")
-	fs.Float64Var(&f.sigma, "sigma", 0.3, "dae, ldae: noise level (Gaussian σ, or the corrupted fraction)")
-	fs.StringVar(&f.mnist, "mnist", "", "dae, ldae: folder of the MNIST IDX files (default: the GoMNIST module)")
+	fs.StringVar(&f.Noise, "noise", "gaussian", "dae, ldae: corruption (gaussian, mask or saltpepper)")
+	fs.Float64Var(&f.Sigma, "sigma", 0.3, "dae, ldae: noise level (Gaussian σ, or the corrupted fraction)")
+	fs.StringVar(&f.MNIST, "mnist", "", "dae, ldae: folder of the MNIST IDX files (default: the GoMNIST module)")
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("train", "[flags]", stderr)
-	f := &trainFlags{set: map[string]bool{}}
+	f := &trainFlags{ModelFlags: ModelFlags{set: map[string]bool{}}}
 	defineTrainFlags(fs, f)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if f.set["random-features"] && f.randomFeatures <= 0 { // 0 is exact attention, but not a value to give
-		return usageErrorf("-random-features must be > 0, got %d (leave it out for exact attention)", f.randomFeatures)
+	if f.set["random-features"] && f.RandomFeatures <= 0 { // 0 is exact attention, but not a value to give
+		return usageErrorf("-random-features must be > 0, got %d (leave it out for exact attention)", f.RandomFeatures)
 	}
 	comm, stdout, stderr, err := joinRun(stdout, stderr)
 	if err != nil {
@@ -110,7 +119,7 @@ func runTrain(args []string, stdout, stderr io.Writer) error {
 func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io.Writer) error {
 	modelGiven := slices.ContainsFunc(modelFlags, func(n string) bool { return f.set[n] })
 	var name string
-	var fam family
+	var fam Family
 	var modelCfg, dataCfg json.RawMessage
 	var err error
 	switch {
@@ -170,11 +179,11 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 	if n := f.settings.Threads; n > 0 {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
 	}
-	ps, err := autodiff.NewParams(f.settings.Dtype.Dtype, f.seed)
+	ps, err := autodiff.NewParams(f.settings.Dtype.Dtype, f.Seed)
 	if err != nil {
 		return err
 	}
-	s, err := fam.open(modelCfg, dataCfg, ps)
+	s, err := fam.Open(modelCfg, dataCfg, ps)
 	if err != nil {
 		return err
 	}
@@ -182,25 +191,25 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 }
 
 // newConfigs returns the family and the model and data configurations of the flags.
-func (f *trainFlags) newConfigs() (name string, fam family, model, data json.RawMessage, err error) {
-	if name, fam, err = familyOfKind(f.model); err != nil {
+func (f *trainFlags) newConfigs() (name string, fam Family, model, data json.RawMessage, err error) {
+	if name, fam, err = familyOfKind(f.Model); err != nil {
 		return
 	}
 	if name == "dae" {
 		if !f.set["task"] {
-			f.task = "mnist"
+			f.Task = "mnist"
 		}
 		if !f.set["batch"] {
-			f.batch = 128
+			f.Batch = 128
 		}
 	}
-	if !f.set["arch"] && f.task == transformer.CharLM {
-		f.arch = transformer.ArchLM
+	if !f.set["arch"] && f.Task == transformer.CharLM {
+		f.Arch = transformer.ArchLM
 	}
 	if err = f.validate(); err != nil {
 		return
 	}
-	m, d, err := fam.configs(f)
+	m, d, err := fam.Configs(&f.ModelFlags)
 	if err != nil {
 		return
 	}
@@ -214,19 +223,19 @@ func (f *trainFlags) newConfigs() (name string, fam family, model, data json.Raw
 // validate checks the flags that no configuration validates.
 func (f *trainFlags) validate() error {
 	switch {
-	case f.batch <= 0 || f.batch > transformer.MaxBatch:
-		return usageErrorf("-batch must be in 1..%d, got %d", transformer.MaxBatch, f.batch)
-	case f.seqLen < 0:
-		return usageErrorf("-seqlen must be >= 0, got %d", f.seqLen)
-	case (f.corruptRate != 0 || f.corruptMode != "") && !strings.HasPrefix(f.task, "denoise-"):
-		return usageErrorf("-corrupt-rate and -corrupt-mode are for the denoise-* tasks (got -task %s)", f.task)
+	case f.Batch <= 0 || f.Batch > transformer.MaxBatch:
+		return usageErrorf("-batch must be in 1..%d, got %d", transformer.MaxBatch, f.Batch)
+	case f.SeqLen < 0:
+		return usageErrorf("-seqlen must be >= 0, got %d", f.SeqLen)
+	case (f.CorruptRate != 0 || f.CorruptMode != "") && !strings.HasPrefix(f.Task, "denoise-"):
+		return usageErrorf("-corrupt-rate and -corrupt-mode are for the denoise-* tasks (got -task %s)", f.Task)
 	}
 	return f.settings.validate()
 }
 
 // savedRun is the configuration of an earlier run: a checkpoint's or a run file's.
 type savedRun struct {
-	family            family
+	family            Family
 	model, data, sets json.RawMessage
 	what              string // the checkpoint or file, for errors
 }
@@ -237,10 +246,10 @@ type savedRun struct {
 // would not fit).
 // It returns the saved run as flags.
 func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) (*trainFlags, error) {
-	saved := &trainFlags{set: map[string]bool{}}
+	saved := &trainFlags{ModelFlags: ModelFlags{set: map[string]bool{}}}
 	savedFS := flag.NewFlagSet("saved", flag.ContinueOnError)
 	defineTrainFlags(savedFS, saved)
-	if err := src.family.toFlags(src.model, src.data, saved); err != nil {
+	if err := src.family.ToFlags(src.model, src.data, &saved.ModelFlags); err != nil {
 		return nil, fmt.Errorf("%s: %w", src.what, err)
 	}
 	for _, name := range modelFlags {
@@ -341,16 +350,16 @@ var errInterrupted = errors.New("interrupted")
 // a run directory (-out, or a new runs/<task>-<n>), and prints the summary. With more
 // than one process in comm, it is one process of a data-parallel run, and only rank 0
 // writes.
-func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessage, f *trainFlags, comm *dist.Comm, stdout, stderr io.Writer) error {
+func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessage, f *trainFlags, comm *dist.Comm, stdout, stderr io.Writer) error {
 	st := &f.settings
 	if st.Best == "" {
-		st.Best = s.bestMetric()
+		st.Best = s.BestMetric()
 	}
 	opt, err := st.newOptimizer(ps)
 	if err != nil {
 		return err
 	}
-	data, err := s.trainData()
+	data, err := s.TrainData()
 	if err != nil {
 		return err
 	}
@@ -358,7 +367,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	if f.resume == "" {
 		if dir == "" {
 			if comm.Root() { // the other processes of a data-parallel run write nothing
-				if dir, err = newRunDir("runs", f.task); err != nil {
+				if dir, err = newRunDir("runs", f.Task); err != nil {
 					return err
 				}
 			}
@@ -366,18 +375,18 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 			return usageErrorf("%s already holds a run: pass -resume %s to continue it, or -out DIR for a new one", dir, dir)
 		}
 	}
-	run := autodiff.NewModel(ps, s.builder(), f.seed+1)
+	run := autodiff.NewModel(ps, s.Builder(), f.Seed+1)
 	if err := run.SetShards(st.Shards); err != nil {
 		return usageErrorf("-shards: %v", err)
 	}
-	seed := f.seed
+	seed := f.Seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
-		Eval:    func(ctx context.Context) (train.Metrics, error) { return s.metrics(ctx, run, st.EvalN, seed+2) },
+		Eval:    func(ctx context.Context) (train.Metrics, error) { return s.Metrics(ctx, run, st.EvalN, seed+2) },
 		Observe: bandwidthObserver(s, run, seed+4),
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
-		ItemsName: s.itemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
+		ItemsName: s.ItemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.DataConfig(), TrainConfig: *st, Out: stderr,
 		Reducer: comm,
 	}
 	if f.resume != "" {
@@ -388,10 +397,10 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	// The run file is written under the run directory's lock, so that of two trains
 	// started into one directory only the one that runs writes it (in a data-parallel
 	// run, rank 0: the others have no run directory to lock).
-	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st) }
-	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
+	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.DataConfig(), *st) }
+	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.Describe(), ps.NumElements(), st.describe(), loop.Dir)
 	if comm.Size() > 1 {
-		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.batch)
+		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.Batch)
 	}
 	fmt.Fprintln(stderr)
 	ctx, stop := interruptible()
@@ -420,11 +429,11 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		t.Steps.Seconds(), t.Eval.Seconds(), t.Checkpoint.Seconds(), t.Data.Seconds(), t.Other.Seconds())
 	reportReduce(stdout, comm, sum)
 	if comm.Root() {
-		if err := s.finish(loop.Dir, run, seed+3, stdout); err != nil {
+		if err := s.Finish(loop.Dir, run, seed+3, stdout); err != nil {
 			return err
 		}
 	}
-	bw := s.bandwidths()
+	bw := s.Bandwidths()
 	for _, k := range slices.Sorted(maps.Keys(bw)) {
 		fmt.Fprintf(stdout, "bandwidth %s = %.4g\n", k, bw[k])
 	}
