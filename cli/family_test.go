@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -305,5 +306,66 @@ func TestOldCheckpointLoads(t *testing.T) {
 	}
 	if code, stdout, stderr := runCLI(t, "eval", "-ckpt", old, "-n", "16", "-json"); code != 0 || !strings.Contains(stdout, "seq_acc") {
 		t.Errorf("eval of an old checkpoint: exit %d %q %s", code, stdout, stderr)
+	}
+}
+
+// TestNoFamilyOneLine: a checkpoint written by a train.Loop without Family (a user's
+// own script) gets one line naming Loop.Family from every command that opens it,
+// rather than an error of the Transformer's configuration parser.
+func TestNoFamilyOneLine(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	ps, err := autodiff.NewParams(autodiff.Float32, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := transformer.DefaultConfig(transformer.ArchEncoder, 10, 8)
+	cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden = 1, 8, 2, 16
+	m, err := transformer.New(cfg, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := transformer.DataConfig{Task: "reverse", TaskConfig: datasets.TaskConfig{SeqLen: 8}, Batch: 4}.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := d.Train(transformer.ArchEncoder, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt, err := optim.NewAdam(optim.All(ps.List()), optim.DefaultAdamConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A user's model config that is not the Transformer's, and no Family.
+	loop := &train.Loop{Model: autodiff.NewModel(ps, m.Builder(), 1), Optimizer: opt, Data: data, Steps: 2, Dir: dir,
+		ModelConfig: map[string]int{"width": 8}, Out: io.Discard}
+	if _, err := loop.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "x")
+	for _, args := range [][]string{
+		{"eval", "-ckpt", dir},
+		{"export", "-ckpt", dir, "-format", "torch", "-out", out},
+		{"export", "-ckpt", dir, "-format", "safetensors", "-out", out},
+		{"export", "-ckpt", dir, "-format", "onnx", "-out", out},
+		{"inspect", "-ckpt", dir, "-attention", "-out", out},
+		{"inspect", "-ckpt", dir, "-kernels", "-out", out},
+		{"inspect", "-ckpt", dir, "-bandwidths"},
+		{"report", "-ckpt", dir, "-out", out + ".html"},
+		{"sample", "-ckpt", dir},
+		{"train", "-resume", dir, "-steps", "4"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 1 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "no model family recorded (written by a train.Loop without Family)") {
+			t.Errorf("%s: exit %d, stderr %q, want exit 1 and one line naming Loop.Family", strings.Join(args, " "), code, stderr)
+		}
+	}
+	// inspect's listing still shows the tensors, and ends with the line.
+	code, stdout, stderr := runCLI(t, "inspect", "-ckpt", dir)
+	if code != 1 || !strings.Contains(stdout, "model family (not recorded)") || !strings.Contains(stdout, "blocks.0.attn.q.weight") || !strings.Contains(stderr, "no model family recorded") {
+		t.Errorf("inspect: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a command wrote %s", out)
 	}
 }
