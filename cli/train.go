@@ -377,7 +377,7 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 		Observe: bandwidthObserver(s, run, seed+4),
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
-		ItemsName: s.itemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
+		ItemsName: s.itemsName(), LossLabel: lossLabel(s), BandwidthLabel: bandwidthLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.dataConfig(), TrainConfig: *st, Out: stderr,
 		Reducer: comm,
 	}
 	if f.resume != "" {
