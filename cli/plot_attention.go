@@ -104,7 +104,7 @@ func heatPanel(am attentionMap, pal palette.Palette, hi float64, side vg.Length)
 	p.Add(hm)
 	p.X.Label.Text = "key"
 	p.Y.Label.Text = "query"
-	const fs = 6.5
+	const fs = 8
 	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
 		ax.Label.TextStyle.Font.Size = 8
 		ax.Tick.Label.Font.Size = fs

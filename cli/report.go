@@ -189,7 +189,7 @@ func reportHistory(p *reportPage, ck *train.Checkpoint, runDir string) []train.R
 	all, err := train.ReadMetrics(runDir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			p.warn(fmt.Sprintf("the metrics log is not shown: %v; the checkpoint's own records are", unwrapPath(err)))
+			p.warn(fmt.Sprintf("%s not shown: %v; the table and curves show the checkpoint's own records", train.MetricsFile, unwrapPath(err)))
 		}
 		return ck.History
 	}
@@ -329,12 +329,12 @@ var reportTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 70em; padding: 0 1em; color: #222; background: #fff; }
 h1 { margin-bottom: 0.2em; }
 .sub { color: #555; margin-top: 0; }
-pre { background: #f5f5f5; padding: 0.8em; overflow-x: auto; font-size: 85%; }
+pre { background: #f5f5f5; padding: 0.8em; font-size: 85%; white-space: pre-wrap; overflow-wrap: anywhere; }
 .configs { display: flex; gap: 1em; flex-wrap: wrap; }
 .configs div { flex: 1 1 20em; min-width: 0; }
 table { border-collapse: collapse; font-size: 80%; display: block; overflow-x: auto; max-height: 30em; }
 th, td { border: 1px solid #ddd; padding: 0.2em 0.5em; text-align: right; white-space: nowrap; }
-th { background: #eee; position: sticky; top: 0; }
+th { background: #eee; position: sticky; top: 0; white-space: normal; overflow-wrap: anywhere; max-width: 8em; vertical-align: bottom; }
 figure { margin: 1.5em 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { color: #555; font-size: 90%; }
