@@ -21,11 +21,12 @@ const (
 	ChartHeight = plotHeight
 )
 
-// legendGap is the space between a Chart's data and its legend; titleTop the space
-// above its title.
+// legendGap is the space between a Chart's data and its legend; titleTop and titleGap
+// the space above and below its title.
 const (
 	legendGap = 0.25 * vg.Centimeter
-	titleTop  = 0.15 * vg.Centimeter
+	titleTop  = 0.2 * vg.Centimeter
+	titleGap  = 0.3 * vg.Centimeter
 )
 
 // Chart is a plot whose legend is drawn beside the data, to the right of the axes, so
@@ -70,7 +71,7 @@ func (c *Chart) Draw(dc draw.Canvas) {
 			dc.FillText(st, vg.Point{X: (dc.Min.X + dc.Max.X) / 2, Y: y}, l)
 			y -= st.Rectangle(l).Size().Y
 		}
-		top = dc.Max.Y - y + p.Title.Padding
+		top = dc.Max.Y - y + p.Title.Padding + titleGap
 		p.Title.Text = ""
 		defer func() { p.Title.Text = title }()
 	}
