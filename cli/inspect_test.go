@@ -281,7 +281,12 @@ func TestBandwidthsLoggedPlottedPrinted(t *testing.T) {
 // rendered headless and its screenshot must not be blank.
 func TestKernelsAndReport(t *testing.T) {
 	dir := t.TempDir()
-	text := filepath.Join(dir, "text.txt")
+	// A long corpus path: the page must wrap it, not scroll sideways.
+	long := filepath.Join(dir, strings.Repeat("a-rather-long-folder-name_", 4), strings.Repeat("and-another-one_", 4))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	text := filepath.Join(long, "text.txt")
 	if err := os.WriteFile(text, []byte(strings.Repeat("the quick brown fox jumps over the lazy dog. ", 100)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +328,23 @@ func TestKernelsAndReport(t *testing.T) {
 		t.Errorf("report embeds %d pictures, want loss, bandwidths, attention and kernels", n)
 	}
 	checkRendered(t, report)
+	// At a normal window size the page fits the window's width (the configuration's
+	// JSON wraps) and its table shows a row per record of the run, under the header.
+	records, err := train.ReadMetrics(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scrollW, windowW, rows, widePre, ok := probePage(t, report); ok {
+		if scrollW > windowW {
+			t.Errorf("the page is %d px wide in a window of %d: it scrolls sideways", scrollW, windowW)
+		}
+		if widePre > 0 {
+			t.Errorf("%d configuration blocks scroll sideways instead of wrapping", widePre)
+		}
+		if rows != len(records)+1 {
+			t.Errorf("the page's table has %d rows, want a header and %d records", rows, len(records))
+		}
+	}
 }
 
 // checkRendered screenshots an HTML file with headless Chromium, when installed, and

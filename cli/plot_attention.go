@@ -17,6 +17,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/locusml/locus/train"
 )
 
 // The look of inspect's pictures.
@@ -102,7 +104,7 @@ func heatPanel(am attentionMap, pal palette.Palette, hi float64, side vg.Length)
 	p.Add(hm)
 	p.X.Label.Text = "key"
 	p.Y.Label.Text = "query"
-	const fs = 6.5
+	const fs = 8
 	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
 		ax.Label.TextStyle.Font.Size = 8
 		ax.Tick.Label.Font.Size = fs
@@ -175,11 +177,13 @@ func renderAttention(v *attentionView, title string) ([]byte, error) {
 		return nil, err
 	}
 	pal := cm.Palette(256)
-	const header, barW = 2 * vg.Centimeter, 2.6 * vg.Centimeter
+	const barW = 2.6 * vg.Centimeter
 	w := vg.Length(cols)*panel + barW + 0.5*vg.Centimeter
+	hd := newFigureHeader(title, "rows: layers · columns: heads · colour: local-mean weight · grey: hidden by the box kernel or padding", w)
+	header := hd.height
 	h := vg.Length(len(layersOrder))*(panel+0.3*vg.Centimeter) + header
 	return drawFigure(w, h, func(dc draw.Canvas) {
-		titleText(dc, title, "rows: layers · columns: heads · colour: local-mean weight · grey: hidden by the box kernel or padding", header)
+		hd.draw(dc)
 		body := draw.Crop(dc, 0, -barW, 0, -header)
 		tiles := draw.Tiles{Rows: len(layersOrder), Cols: cols, PadX: 0.3 * vg.Centimeter, PadY: 0.3 * vg.Centimeter, PadLeft: 0.2 * vg.Centimeter, PadBottom: 0.1 * vg.Centimeter}
 		for r, l := range layersOrder {
@@ -192,21 +196,51 @@ func renderAttention(v *attentionView, title string) ([]byte, error) {
 	})
 }
 
-// titleText writes the lines of title (the first larger) and a smaller subtitle in the
-// top band of the canvas.
-func titleText(dc draw.Canvas, title, sub string, band vg.Length) {
+// figureHeader is the title band of a figure: the lines of its title (the first larger)
+// and a smaller subtitle, each wrapped at spaces to the figure's width so that no line
+// is clipped at the sides.
+type figureHeader struct {
+	lines  []string
+	sizes  []vg.Length
+	height vg.Length
+}
+
+// Header text sizes and the margin a header line keeps from the sides of the figure.
+const (
+	titleSize, subtitleSize = 12, 9
+	headerMargin            = 0.3 * vg.Centimeter
+)
+
+// newFigureHeader wraps title and sub to the width of a figure.
+func newFigureHeader(title, sub string, width vg.Length) figureHeader {
+	hd := figureHeader{height: 0.5 * vg.Centimeter}
+	for i, line := range append(strings.Split(title, "\n"), sub) {
+		size := vg.Length(subtitleSize)
+		if i == 0 {
+			size = titleSize
+		}
+		for _, l := range train.WrapText(line, headerStyle(size), width-2*headerMargin) {
+			hd.lines = append(hd.lines, l)
+			hd.sizes = append(hd.sizes, size)
+			hd.height += size * 1.3
+		}
+	}
+	return hd
+}
+
+func headerStyle(size vg.Length) text.Style {
 	st := text.Style{Color: color.Black, Font: plot.DefaultFont, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
+	st.Font.Size = size
+	return st
+}
+
+// draw writes the header in the top band of the canvas.
+func (hd figureHeader) draw(dc draw.Canvas) {
 	mid := (dc.Min.X + dc.Max.X) / 2
 	y := dc.Max.Y - 0.2*vg.Centimeter
-	for i, line := range append(strings.Split(title, "\n"), sub) {
-		st.Font.Size = 12
-		if i > 0 {
-			st.Font.Size = 9
-		}
-		if line != "" {
-			dc.FillText(st, vg.Point{X: mid, Y: y}, line)
-		}
-		y -= st.Font.Size * 1.3
+	for i, line := range hd.lines {
+		dc.FillText(headerStyle(hd.sizes[i]), vg.Point{X: mid, Y: y}, line)
+		y -= hd.sizes[i] * 1.3
 	}
 }
 
@@ -251,12 +285,14 @@ const topPrototypes = 6
 func renderDAEAttention(v *attentionView, title string) ([]byte, error) {
 	im := v.images
 	const tile = 3 * vg.Centimeter
-	const header = 2 * vg.Centimeter
 	cols := 3 + topPrototypes // a bar chart three tiles wide, then the prototypes
 	rows := 1 + len(v.Maps)
-	w, h := vg.Length(cols)*tile, vg.Length(rows)*(tile+0.4*vg.Centimeter)+header
+	w := vg.Length(cols) * tile
+	hd := newFigureHeader(title, "left: weights of the image over each level's prototypes · right: the most weighted prototypes, decoded as sigmoid(dec(memory))", w)
+	header := hd.height
+	h := vg.Length(rows)*(tile+0.4*vg.Centimeter) + header
 	return drawFigure(w, h, func(dc draw.Canvas) {
-		titleText(dc, title, "left: weights of the image over each level's prototypes · right: the most weighted prototypes, decoded as sigmoid(dec(memory))", header)
+		hd.draw(dc)
 		body := draw.Crop(dc, 0, 0, 0, -header)
 		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: 0.2 * vg.Centimeter, PadY: 0.4 * vg.Centimeter, PadLeft: 0.2 * vg.Centimeter}
 		for i, p := range []struct {

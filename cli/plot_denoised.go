@@ -28,12 +28,14 @@ func renderDenoised(title string, clean, noisy, denoised [][]float32) ([]byte, e
 	}
 	const cols = 8
 	bands := (n + cols - 1) / cols
-	const cell, labelW, header, gap = 1.5 * vg.Centimeter, 2.2 * vg.Centimeter, 1.5 * vg.Centimeter, 0.4 * vg.Centimeter
+	const cell, labelW, gap = 1.5 * vg.Centimeter, 2.2 * vg.Centimeter, 0.4 * vg.Centimeter
 	w := labelW + cols*cell + 0.3*vg.Centimeter
-	h := header + vg.Length(bands)*(3*cell+gap)
 	sub := fmt.Sprintf("MSE per pixel vs clean, these %d test images: denoised %.5f, noisy input %.5f", n, seDen/float64(count), seNoisy/float64(count))
+	hd := newFigureHeader(title, sub, w)
+	header := hd.height
+	h := header + vg.Length(bands)*(3*cell+gap)
 	return drawFigure(w, h, func(dc draw.Canvas) {
-		titleText(dc, title, sub, header)
+		hd.draw(dc)
 		st := text.Style{Color: color.Black, Font: plot.DefaultFont, XAlign: draw.XRight, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
 		st.Font.Size = 10
 		top := dc.Max.Y - header

@@ -33,7 +33,39 @@ type KernelSession interface {
 var (
 	_ KernelSession = (*transformerSession)(nil)
 	_ KernelSession = (*daeSession)(nil)
+	_ bandwidthKinder = (*transformerSession)(nil)
+	_ bandwidthKinder = (*daeSession)(nil)
 )
+
+// bandwidthKinder is a KernelSession that names the bandwidths LayerBandwidths
+// returns, e.g. "fixed bandwidth" or "learned bandwidth"; others' are "bandwidth".
+type bandwidthKinder interface{ bandwidthKind() string }
+
+// bandwidthKindOf names a KernelSession's bandwidths.
+func bandwidthKindOf(ks KernelSession) string {
+	if b, ok := ks.(bandwidthKinder); ok {
+		return b.bandwidthKind()
+	}
+	return "bandwidth"
+}
+
+func (s *transformerSession) bandwidthKind() string {
+	switch s.cfg.Bandwidth {
+	case layers.BandwidthFixed:
+		return "fixed bandwidth"
+	case layers.BandwidthLayer:
+		return "learned bandwidth (one per layer)"
+	case layers.BandwidthHead:
+		return "learned bandwidth"
+	case layers.BandwidthQuery:
+		return "per-query bandwidth (learned; the median on a validation batch)"
+	case layers.BandwidthKNN:
+		return "kNN bandwidth (the median on a validation batch)"
+	}
+	return "bandwidth (" + s.cfg.Bandwidth.String() + ")"
+}
+
+func (s *daeSession) bandwidthKind() string { return "learned bandwidth" }
 
 func (s *transformerSession) Kernel() (layers.ContentKernel, error) { return s.cfg.Kernel.Value(), nil }
 
@@ -108,10 +140,17 @@ func profile(k layers.ContentKernel, h float64, xs []float64) plotter.XYs {
 	return out
 }
 
-// renderKernels draws each attention layer's kernel profile at its bandwidths (a line
-// per head), the mixture weights of a mixture kernel, and the learned relative-position
-// biases where the kernel has them, and returns the PNG.
-func renderKernels(ld *loaded, title string) ([]byte, error) {
+// kernelFigure is what kernels.png draws: a row of panels per attention layer, one per
+// content kernel (the components of a mixture) at each head's bandwidth, then one of the
+// position factors where the kernel has any.
+type kernelFigure struct {
+	Layers   []string
+	Rows     [][]*train.Chart
+	Subtitle string
+}
+
+// kernelCharts builds the panels of kernels.png.
+func kernelCharts(ld *loaded) (*kernelFigure, error) {
 	ks, ok := ld.sess.(KernelSession)
 	if !ok {
 		return nil, fmt.Errorf("the model family %s has no kernels to draw", ld.family)
@@ -127,21 +166,15 @@ func renderKernels(ld *loaded, title string) ([]byte, error) {
 	if len(bws) == 0 {
 		return nil, fmt.Errorf("%s: no bandwidths to draw the kernel at", ld.ck.Dir)
 	}
+	kind := bandwidthKindOf(ks)
+	fig := &kernelFigure{Subtitle: "kernel profiles K at each head's " + kind}
 	layerNames := slices.Sorted(maps.Keys(bws))
 	sort.Slice(layerNames, func(i, j int) bool { return naturalLess(layerNames[i], layerNames[j]) })
 	parts := kernelParts(kern)
-	hasBias := false
-	for _, l := range layerNames {
-		if kernelParam(ld.ck, l, ".kernel.position", ".weight") != nil {
-			hasBias = true
-		}
+	pos := positionParts(kern)
+	if len(pos) > 0 {
+		fig.Subtitle += " · right: the position factor K(t, s) against the offset s − t"
 	}
-	cols := len(parts)
-	if hasBias {
-		cols++
-	}
-	const tileW, tileH, header = 8 * vg.Centimeter, 6 * vg.Centimeter, 1.6 * vg.Centimeter
-	var plots [][]*plot.Plot
 	for _, l := range layerNames {
 		hs := bws[l]
 		hmax := 0.0
@@ -149,14 +182,14 @@ func renderKernels(ld *loaded, title string) ([]byte, error) {
 			hmax = math.Max(hmax, h)
 		}
 		weights := mixtureWeights(ld.ck, l, len(parts))
-		var row []*plot.Plot
+		var row []*train.Chart
 		for pi, part := range parts {
-			p := plot.New()
+			c := train.NewChart()
+			p := c.Plot
 			p.Title.Text = fmt.Sprintf("%s: %s", l, part.Name())
 			if weights != nil {
 				p.Title.Text += fmt.Sprintf(" (mixture weight %.3f)", weights[pi])
 			}
-			p.Title.TextStyle.Font.Size = 9
 			var xs []float64
 			if dotKernel(part) {
 				p.X.Label.Text = "q·k (score units)"
@@ -170,14 +203,10 @@ func renderKernels(ld *loaded, title string) ([]byte, error) {
 				}
 			}
 			p.Y.Label.Text = "K"
-			for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-				ax.Label.TextStyle.Font.Size = 8
-				ax.Tick.Label.Font.Size = 7
-				ax.Tick.Marker = train.NiceTicks{}
-			}
-			p.Add(plotter.NewGrid())
+			panelStyle(c)
 			for j, h := range hs {
-				line, err := plotter.NewLine(profile(part, h, xs))
+				xy := profile(part, h, xs)
+				line, err := plotter.NewLine(xy)
 				if err != nil {
 					return nil, err
 				}
@@ -187,30 +216,186 @@ func renderKernels(ld *loaded, title string) ([]byte, error) {
 				if len(hs) > 1 {
 					name = fmt.Sprintf("head %d: h = %.3g", j, h)
 				}
-				p.Legend.Add(name, line)
+				c.Add(name, xy, line)
 			}
-			p.Legend.Top = true
-			p.Legend.TextStyle.Font.Size = 7
-			row = append(row, p)
+			row = append(row, c)
 		}
-		if hasBias {
-			row = append(row, biasPlot(ld.ck, l))
+		if len(pos) > 0 {
+			c, err := positionChart(ld.ck, l, pos)
+			if err != nil {
+				return nil, err
+			}
+			row = append(row, c)
 		}
-		plots = append(plots, row)
+		fig.Layers = append(fig.Layers, l)
+		fig.Rows = append(fig.Rows, row)
 	}
-	w, h := max(vg.Length(cols)*tileW, 18*vg.Centimeter), vg.Length(len(layerNames))*tileH+header
+	return fig, nil
+}
+
+// panelStyle sets the small fonts and ticks of a panel of a figure.
+func panelStyle(c *train.Chart) {
+	p := c.Plot
+	p.Title.TextStyle.Font.Size = 9
+	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
+		ax.Label.TextStyle.Font.Size = 8
+		ax.Tick.Label.Font.Size = 7
+		ax.Tick.Marker = train.NiceTicks{}
+	}
+	p.Add(plotter.NewGrid())
+	p.Legend.TextStyle.Font.Size = 7
+	p.Legend.ThumbnailWidth = vg.Points(12)
+}
+
+// renderKernels draws each attention layer's kernel profile at its bandwidths (a line
+// per head), the mixture weights of a mixture kernel, and the position factors (boxes,
+// distance penalties, learned relative-position biases) where the kernel has them, and
+// returns the PNG.
+func renderKernels(ld *loaded, title string) ([]byte, error) {
+	fig, err := kernelCharts(ld)
+	if err != nil {
+		return nil, err
+	}
+	cols := 0
+	for _, row := range fig.Rows {
+		cols = max(cols, len(row))
+	}
+	const tileW, tileH = 9 * vg.Centimeter, 6 * vg.Centimeter
+	w := max(vg.Length(cols)*tileW, 18*vg.Centimeter)
+	hd := newFigureHeader(title, fig.Subtitle, w)
+	h := vg.Length(len(fig.Layers))*tileH + hd.height
 	return drawFigure(w, h, func(dc draw.Canvas) {
-		titleText(dc, title, "kernel profiles K at each head's learned bandwidth (per-query bandwidths: their median on a validation batch)", header)
-		body := draw.Crop(dc, 0, 0, 0, -header)
-		tiles := draw.Tiles{Rows: len(layerNames), Cols: cols, PadX: 0.4 * vg.Centimeter, PadY: 0.4 * vg.Centimeter, PadLeft: 0.2 * vg.Centimeter, PadRight: 0.2 * vg.Centimeter, PadBottom: 0.1 * vg.Centimeter}
-		for r, row := range plots {
+		hd.draw(dc)
+		body := draw.Crop(dc, 0, 0, 0, -hd.height)
+		tiles := draw.Tiles{Rows: len(fig.Layers), Cols: cols, PadX: 0.5 * vg.Centimeter, PadY: 0.4 * vg.Centimeter, PadLeft: 0.2 * vg.Centimeter, PadRight: 0.2 * vg.Centimeter, PadBottom: 0.1 * vg.Centimeter}
+		for r, row := range fig.Rows {
 			for c, p := range row {
-				if p != nil {
-					p.Draw(tiles.At(body, c, r))
-				}
+				p.Draw(tiles.At(body, c, r))
 			}
 		}
 	})
+}
+
+// positionParts returns the position factors of a kernel (nil: a content kernel alone).
+func positionParts(k layers.ContentKernel) []layers.PositionKernel {
+	var pos layers.PositionKernel
+	switch k := k.(type) {
+	case layers.Product:
+		pos = k.Position
+	case *layers.Product:
+		pos = k.Position
+	}
+	switch pk := pos.(type) {
+	case nil:
+		return nil
+	case layers.PositionProduct:
+		return pk
+	}
+	return []layers.PositionKernel{pos}
+}
+
+// positionChart draws the position factor K(t, s) of a layer's kernel, the product of
+// its position factors (a box is 1 inside and 0 outside, distance(S) is e^(−S·|s − t|),
+// relbias(M) is e^(b_head[clip(s − t)]) with the learned biases of the checkpoint),
+// against the offset s − t: a line per head where a factor has per-head parameters.
+func positionChart(ck *train.Checkpoint, layer string, parts []layers.PositionKernel) (*train.Chart, error) {
+	reach := 0
+	for _, f := range parts {
+		switch f := f.(type) {
+		case layers.Box:
+			reach = max(reach, f.Window+2)
+		case layers.RelativeBias:
+			reach = max(reach, f.MaxDistance+2)
+		case layers.DistancePenalty:
+			if f.Slope > 0 {
+				reach = max(reach, min(int(math.Ceil(4.6/f.Slope)), 32)) // down to 1 %
+			}
+		}
+	}
+	if reach == 0 {
+		reach = 8
+	}
+	reach = min(max(reach, 3), 64)
+	heads := 1
+	logK := [][]float64{make([]float64, 2*reach+1)} // [head][offset + reach]
+	names := make([]string, len(parts))
+	for i, f := range parts {
+		names[i] = f.Name()
+		switch f := f.(type) {
+		case layers.Box:
+			for r := -reach; r <= reach; r++ {
+				if (f.Causal && r > 0) || (f.Window > 0 && abs(r) >= f.Window) {
+					for h := range logK {
+						logK[h][r+reach] = math.Inf(-1)
+					}
+				}
+			}
+		case layers.DistancePenalty:
+			for r := -reach; r <= reach; r++ {
+				for h := range logK {
+					logK[h][r+reach] -= f.Slope * float64(abs(r))
+				}
+			}
+		case layers.RelativeBias:
+			prefix := ".kernel.position"
+			if len(parts) > 1 {
+				prefix += fmt.Sprintf(".%d", i)
+			}
+			t := kernelParam(ck, layer, prefix, ".weight")
+			m := f.MaxDistance
+			if t == nil || len(t.Shape()) != 2 || t.Shape()[1] != 2*m+1 {
+				return nil, fmt.Errorf("%s: %s: no relative-position bias table [heads, %d] in the checkpoint", ck.Dir, layer, 2*m+1)
+			}
+			b := floats(t)
+			if n := t.Shape()[0]; n != heads {
+				if heads != 1 {
+					return nil, fmt.Errorf("%s: %s: relative-position biases for %d heads and %d", ck.Dir, layer, heads, n)
+				}
+				for len(logK) < n {
+					logK = append(logK, slices.Clone(logK[0]))
+				}
+				heads = n
+			}
+			for h := range heads {
+				for r := -reach; r <= reach; r++ {
+					logK[h][r+reach] += b[h*(2*m+1)+min(max(r, -m), m)+m]
+				}
+			}
+		default:
+			return nil, fmt.Errorf("%s: the position kernel %s cannot be drawn", layer, f.Name())
+		}
+	}
+	c := train.NewChart()
+	p := c.Plot
+	p.Title.Text = fmt.Sprintf("%s: %s", layer, strings.Join(names, " * "))
+	p.X.Label.Text = "key offset s − t (positions)"
+	p.Y.Label.Text = "position factor K(t, s)"
+	panelStyle(c)
+	for h := range heads {
+		xy := make(plotter.XYs, 2*reach+1)
+		for i := range xy {
+			xy[i] = plotter.XY{X: float64(i - reach), Y: math.Exp(logK[h][i])}
+		}
+		line, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		line.Color, pts.Color, pts.Radius, pts.Shape = headColor(h), headColor(h), vg.Points(1.8), draw.CircleGlyph{}
+		p.Add(line, pts)
+		name := "all heads"
+		if heads > 1 {
+			name = fmt.Sprintf("head %d", h)
+		}
+		c.Add(name, xy, line, pts)
+	}
+	return c, nil
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
 
 // mixtureWeights returns softmax of a layer's mixture logits from the checkpoint, or nil.
@@ -237,48 +422,6 @@ func mixtureWeights(ck *train.Checkpoint, layer string, n int) []float64 {
 		w[i] /= s
 	}
 	return w
-}
-
-// biasPlot draws a layer's learned relative-position biases [heads, 2M+1] against the
-// relative position s − t, or nil when the layer has none.
-func biasPlot(ck *train.Checkpoint, layer string) *plot.Plot {
-	t := kernelParam(ck, layer, ".kernel.position", ".weight")
-	if t == nil {
-		return nil
-	}
-	sh, d := t.Shape(), floats(t)
-	heads, n := 1, len(d)
-	if len(sh) == 2 {
-		heads, n = sh[0], sh[1]
-	}
-	m := (n - 1) / 2
-	p := plot.New()
-	p.Title.Text = layer + ": relative-position bias"
-	p.Title.TextStyle.Font.Size = 9
-	p.X.Label.Text = "relative position s − t (clipped)"
-	p.Y.Label.Text = "bias (log-kernel units)"
-	for _, ax := range []*plot.Axis{&p.X, &p.Y} {
-		ax.Label.TextStyle.Font.Size = 8
-		ax.Tick.Label.Font.Size = 7
-		ax.Tick.Marker = train.NiceTicks{}
-	}
-	p.Add(plotter.NewGrid())
-	for j := range heads {
-		xy := make(plotter.XYs, n)
-		for i := range n {
-			xy[i] = plotter.XY{X: float64(i - m), Y: d[j*n+i]}
-		}
-		line, pts, err := plotter.NewLinePoints(xy)
-		if err != nil {
-			return nil
-		}
-		line.Color, pts.Color, pts.Radius, pts.Shape = headColor(j), headColor(j), vg.Points(2), draw.CircleGlyph{}
-		p.Add(line, pts)
-		p.Legend.Add(fmt.Sprintf("head %d", j), line)
-	}
-	p.Legend.Top = true
-	p.Legend.TextStyle.Font.Size = 7
-	return p
 }
 
 // kernelParam returns the first of a layer's kernel parameters (in name order) whose

@@ -1,6 +1,10 @@
 package cli
 
-import "github.com/locusml/locus/models/dae"
+import (
+	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/models/dae"
+	"github.com/locusml/locus/train"
+)
 
 // lossLabel names a session's training loss with its unit, for the y axis of loss.png.
 func lossLabel(s Session) string {
@@ -22,4 +26,38 @@ func (s *transformerSession) itemUnit() string {
 		return "char"
 	}
 	return "token"
+}
+
+// bandwidthLabel names a session's bandwidth with its unit, for the y axis of
+// bandwidths.png: the units of what its kernel divides by h (q·k for a dot kernel such
+// as the exponential, the distance ‖q − k‖ for the others).
+func bandwidthLabel(s Session) string {
+	ks, ok := s.(KernelSession)
+	if !ok {
+		return train.DefaultBandwidthLabel
+	}
+	k, err := ks.Kernel()
+	if err != nil {
+		return train.DefaultBandwidthLabel
+	}
+	dot, dist := false, false
+	for _, part := range kernelParts(k) {
+		if _, uniform := part.(layers.Uniform); uniform {
+			continue
+		}
+		if dotKernel(part) {
+			dot = true
+		} else {
+			dist = true
+		}
+	}
+	switch {
+	case dot && dist:
+		return "bandwidth h (units of q·k and of ‖q − k‖)"
+	case dot:
+		return "bandwidth h (units of the score q·k)"
+	case dist:
+		return "bandwidth h (units of the distance ‖q − k‖)"
+	}
+	return train.DefaultBandwidthLabel
 }

@@ -386,7 +386,7 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 		Observe: bandwidthObserver(s, run, seed+4),
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
-		ItemsName: s.ItemsName(), LossLabel: lossLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.DataConfig(), TrainConfig: *st, Out: stderr,
+		ItemsName: s.ItemsName(), LossLabel: lossLabel(s), BandwidthLabel: bandwidthLabel(s), Family: famName, ModelConfig: modelCfg, DataConfig: s.DataConfig(), TrainConfig: *st, Out: stderr,
 		Reducer: comm,
 	}
 	if f.resume != "" {

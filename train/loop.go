@@ -159,6 +159,10 @@ type Loop struct {
 	// LossLabel names the training loss with its unit on the y axis of PlotFile, e.g.
 	// "cross-entropy (nats per token)"; empty: "loss".
 	LossLabel string
+	// BandwidthLabel names the bandwidth with its unit on the y axis of
+	// BandwidthPlotFile, e.g. "bandwidth h (score units)"; empty:
+	// DefaultBandwidthLabel.
+	BandwidthLabel string
 	// Family names the model's family (RegisterFamily), saved with every checkpoint so
 	// that Load can rebuild the model from ModelConfig.
 	Family string
@@ -674,31 +678,16 @@ func (l *Loop) stepRecords() []Record {
 	return slices.Clone(l.history[i:])
 }
 
-// readHistory returns the records of the metrics log in dir up to step. A last line
-// cut short by a crash is skipped.
+// readHistory returns the records of the metrics log in dir up to step, in file order.
 func readHistory(dir string, step int) ([]Record, error) {
-	b, err := regularfile.ReadFile(filepath.Join(dir, MetricsFile), MaxMetaBytes)
-	if err != nil {
-		return nil, err
-	}
-	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	all, err := readRecords(dir)
 	var out []Record
-	for i, line := range lines {
-		if line == "" {
-			continue
-		}
-		var r Record
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			if i == len(lines)-1 {
-				break
-			}
-			return nil, fmt.Errorf("%s: line %d: %w", filepath.Join(dir, MetricsFile), i+1, err)
-		}
+	for _, r := range all {
 		if r.Step <= step {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, err
 }
 
 // readLatest returns the content of dir's LatestFile, or "" if it has none.

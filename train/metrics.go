@@ -7,8 +7,12 @@ import (
 	"io"
 	"maps"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+
+	"github.com/locusml/locus/internal/regularfile"
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -94,6 +98,61 @@ func (r *Record) UnmarshalJSON(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// ReadMetrics returns the metrics log of the run directory dir (its MetricsFile): the
+// whole run, a resumed run's records included, one Record per step in increasing step
+// order. The file must be a regular file of at most MaxMetaBytes, not a symlink. A last
+// line cut short by a crash is skipped. Where the log goes back in steps (a run resumed
+// from an earlier checkpoint by a Locus that appended to the log instead of rewriting
+// it) the later records replace the earlier ones from that step on, and records of the
+// same step (a log record and the final evaluation of a stopped run) are merged into
+// one, the later values winning.
+func ReadMetrics(dir string) ([]Record, error) {
+	raw, err := readRecords(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, r := range raw {
+		i := len(out)
+		for i > 0 && out[i-1].Step > r.Step {
+			i--
+		}
+		out = out[:i]
+		if i > 0 && out[i-1].Step == r.Step {
+			maps.Copy(out[i-1].Metrics, r.Metrics)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// readRecords returns the records of dir's metrics log in file order; a last line cut
+// short by a crash is skipped.
+func readRecords(dir string) ([]Record, error) {
+	path := filepath.Join(dir, MetricsFile)
+	b, err := regularfile.ReadFileNoFollow(path, MaxMetaBytes)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	var out []Record
+	for i, line := range lines {
+		if line == "" {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			if i == len(lines)-1 {
+				break
+			}
+			return nil, fmt.Errorf("%s: line %d: %w", path, i+1, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // writeRecords writes records as JSON lines.

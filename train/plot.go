@@ -42,7 +42,15 @@ func (l *Loop) plot() error {
 	if err := PlotLoss(filepath.Join(l.Dir, PlotFile), run+": training and validation loss", label, l.history, val); err != nil {
 		return err
 	}
-	return PlotBandwidths(filepath.Join(l.Dir, BandwidthPlotFile), run+": learned bandwidths at each evaluation", l.history)
+	bw := l.BandwidthLabel
+	if bw == "" {
+		bw = DefaultBandwidthLabel
+	}
+	c, err := BandwidthChart(run+": learned bandwidths at each evaluation", bw, l.history)
+	if err != nil || c == nil {
+		return err
+	}
+	return saveChart(c, filepath.Join(l.Dir, BandwidthPlotFile))
 }
 
 func lastValue(history []Record, name string) (float64, bool) {
@@ -56,47 +64,61 @@ func lastValue(history []Record, name string) (float64, bool) {
 
 // PlotLoss writes a PNG of the training loss and the validation metric val (e.g.
 // "val_loss") against the step, with the title and the y-axis label (name and unit)
-// given. Axes carry enough ticks to read a value; losses spanning more than a decade
-// are drawn on a log scale; runs with many records are drawn smoothed, the raw values
-// faint behind.
+// given (see LossChart). A history with neither writes nothing.
 func PlotLoss(path, title, yLabel string, history []Record, val string) error {
+	c, err := LossChart(title, yLabel, history, val)
+	if err != nil || c == nil {
+		return err
+	}
+	return saveChart(c, path)
+}
+
+// LossChart draws the training loss and the validation metric val (e.g. "val_loss")
+// of history against the step, with the title and the y-axis label (name and unit)
+// given, or returns nil when history holds neither. Axes carry enough ticks to read a
+// value; losses spanning more than a decade are drawn on a log scale; runs with many
+// records are drawn smoothed, the raw values faint behind. Its Series are the recorded
+// values (at most maxPlottedPoints of each, evenly thinned).
+func LossChart(title, yLabel string, history []Record, val string) (*Chart, error) {
 	train, valid := series(history, MetricLoss), series(history, val)
 	if len(train) == 0 && len(valid) == 0 {
-		return nil
+		return nil, nil
 	}
-	p := plot.New()
+	c := NewChart()
+	p := c.Plot
 	p.Title.Text = title
 	p.X.Label.Text = "step (optimizer updates)"
 	p.Y.Label.Text = yLabel
 	p.Add(plotter.NewGrid())
 	p.X.Tick.Marker = NiceTicks{}
 	p.Y.Tick.Marker = NiceTicks{}
+	drawTrain, drawValid := train, valid
 	if lo, hi := yRange(train, valid); lo > 0 && hi/lo > 10 {
 		// Losses spanning decades read better on a log scale: the curves are drawn as
 		// log10 values on a linear axis labelled with the values themselves (gonum's
 		// LogScale places the axis label by the arithmetic midpoint, which pads the plot).
-		train, valid = log10s(train), log10s(valid)
+		drawTrain, drawValid = log10s(train), log10s(valid)
 		p.Y.Tick.Marker = log10Ticks{}
 		p.Y.Label.Text = yLabel + ", log scale"
 	}
-	if err := addCurve(p, train, trainColor, "training ("+MetricLoss+")", false); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
+	if err := addCurve(c, drawTrain, train, trainColor, "training ("+MetricLoss+")", false); err != nil {
+		return nil, fmt.Errorf("plot %q: %w", title, err)
 	}
-	if err := addCurve(p, valid, valColor, "validation ("+strings.TrimPrefix(val, ValPrefix)+")", true); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
+	if err := addCurve(c, drawValid, valid, valColor, "validation ("+strings.TrimPrefix(val, ValPrefix)+")", true); err != nil {
+		return nil, fmt.Errorf("plot %q: %w", title, err)
 	}
-	p.Legend.Top = true
-	return savePlot(p, path)
+	c.Plot.Legend.TextStyle.Font.Size = 9
+	return c, nil
 }
 
-// savePlot writes p as a PNG at path, atomically.
-func savePlot(p *plot.Plot, path string) error {
-	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
+// saveChart writes c as a PNG at path, atomically.
+func saveChart(c *Chart, path string) error {
+	png, err := c.PNG(plotWidth, plotHeight)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	if err := writeFileAtomic(path, func(w io.Writer) error {
-		_, err := wt.WriteTo(w)
+		_, err := w.Write(png)
 		return err
 	}); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
@@ -105,17 +127,19 @@ func savePlot(p *plot.Plot, path string) error {
 }
 
 // addCurve adds a series: a line with point marks for a few points (evaluations), a
-// smoothed line over the faint raw one for many.
-func addCurve(p *plot.Plot, xy plotter.XYs, c color.NRGBA, name string, points bool) error {
+// smoothed line over the faint raw one for many. xy is drawn; values (the same points,
+// before a change of scale) are what the chart records.
+func addCurve(c *Chart, xy, values plotter.XYs, col color.NRGBA, name string, points bool) error {
 	if len(xy) == 0 {
 		return nil
 	}
+	p := c.Plot
 	if len(xy) > smoothAbove {
 		raw, err := plotter.NewLine(xy)
 		if err != nil {
 			return err
 		}
-		faint := c
+		faint := col
 		faint.A = 0x50
 		raw.Color, raw.Width = faint, vg.Points(0.8)
 		p.Add(raw)
@@ -126,15 +150,15 @@ func addCurve(p *plot.Plot, xy plotter.XYs, c color.NRGBA, name string, points b
 	if err != nil {
 		return err
 	}
-	line.Color, line.Width = c, vg.Points(1.6)
+	line.Color, line.Width = col, vg.Points(1.6)
 	p.Add(line)
-	p.Legend.Add(name, line)
+	c.Add(name, values, line)
 	if points && len(xy) <= smoothAbove {
 		sc, err := plotter.NewScatter(xy)
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = c, draw.CircleGlyph{}, vg.Points(2.5)
+		sc.GlyphStyle.Color, sc.GlyphStyle.Shape, sc.GlyphStyle.Radius = col, draw.CircleGlyph{}, vg.Points(2.5)
 		p.Add(sc)
 	}
 	return nil
@@ -228,12 +252,14 @@ func formatTick(v, step float64) string {
 	if a := math.Abs(v); a >= 1e5 || (a < 1e-3 && a > 0) {
 		return strconv.FormatFloat(v, 'g', 3, 64)
 	}
+	// As many decimals as the step has: 0.05 needs 2, 2.5 needs 1 (7.5 is not "8").
 	dec := 0
-	if step > 0 && step < 1 {
-		dec = int(math.Ceil(-math.Log10(step) - 1e-9))
-		if math.Abs(step*math.Pow(10, float64(dec))-math.Round(step*math.Pow(10, float64(dec)))) > 1e-9 {
-			dec++
+	for step > 0 && dec < 12 {
+		scaled := step * math.Pow(10, float64(dec))
+		if math.Abs(scaled-math.Round(scaled)) <= 1e-9*scaled {
+			break
 		}
+		dec++
 	}
 	return strconv.FormatFloat(v, 'f', dec, 64)
 }
@@ -284,9 +310,26 @@ const BandwidthPrefix = "bandwidth."
 // metric names.
 var BandwidthStats = []string{"min", "q1", "median", "q3", "max"}
 
-// PlotBandwidths draws the bandwidth metrics of history, if any, into path: one line per
-// layer and head (the median for per-query bandwidths, with the quartiles faint).
+// DefaultBandwidthLabel is the y-axis label of BandwidthPlotFile of a Loop without a
+// BandwidthLabel: the bandwidth's unit is the model's (the units of what its kernel
+// divides by h).
+const DefaultBandwidthLabel = "bandwidth h"
+
+// PlotBandwidths draws the bandwidth metrics of history, if any, into path (see
+// BandwidthChart), with the y-axis label DefaultBandwidthLabel.
 func PlotBandwidths(path, title string, history []Record) error {
+	c, err := BandwidthChart(title, DefaultBandwidthLabel, history)
+	if err != nil || c == nil {
+		return err
+	}
+	return saveChart(c, path)
+}
+
+// BandwidthChart draws the bandwidth metrics of history against the step: one line per
+// layer and head (the median for per-query bandwidths, with the quartiles faint), with
+// the y-axis label given (the bandwidth's name and unit). It returns nil when history
+// has no bandwidth metrics.
+func BandwidthChart(title, yLabel string, history []Record) (*Chart, error) {
 	names := map[string]bool{}
 	for _, r := range history {
 		for k := range r.Metrics {
@@ -296,12 +339,13 @@ func PlotBandwidths(path, title string, history []Record) error {
 		}
 	}
 	if len(names) == 0 {
-		return nil
+		return nil, nil
 	}
-	p := plot.New()
+	c := NewChart()
+	p := c.Plot
 	p.Title.Text = title
 	p.X.Label.Text = "step (optimizer updates)"
-	p.Y.Label.Text = "bandwidth h (score units)"
+	p.Y.Label.Text = yLabel
 	p.Add(plotter.NewGrid())
 	p.X.Tick.Marker = NiceTicks{}
 	p.Y.Tick.Marker = NiceTicks{}
@@ -328,14 +372,14 @@ func PlotBandwidths(path, title string, history []Record) error {
 			li = len(layerIndex)
 			layerIndex[layer] = li
 		}
-		c := curveColors[head%len(curveColors)]
+		col := curveColors[head%len(curveColors)]
 		xy := series(history, k)
 		line, pts, err := plotter.NewLinePoints(xy)
 		if err != nil {
-			return fmt.Errorf("plot %s: %w", path, err)
+			return nil, fmt.Errorf("plot %q: %w", title, err)
 		}
-		line.Color, line.Width, line.Dashes = c, vg.Points(1.4), layerDashes[li%len(layerDashes)]
-		pts.Color, pts.Radius, pts.Shape = c, vg.Points(2.2), layerGlyphs[li%len(layerGlyphs)]
+		line.Color, line.Width, line.Dashes = col, vg.Points(1.4), layerDashes[li%len(layerDashes)]
+		pts.Color, pts.Radius, pts.Shape = col, vg.Points(2.2), layerGlyphs[li%len(layerGlyphs)]
 		p.Add(line, pts)
 		label := strings.TrimPrefix(base, BandwidthPrefix)
 		if stat == "median" {
@@ -345,17 +389,17 @@ func PlotBandwidths(path, title string, history []Record) error {
 				if err != nil {
 					continue
 				}
-				faint := c
+				faint := col
 				faint.A = 0x60
 				qs.Color, qs.Width, qs.Dashes = faint, vg.Points(1), []vg.Length{vg.Points(3), vg.Points(2)}
 				p.Add(qs)
 			}
+			label += " (median)"
 		}
-		p.Legend.Add(label, line)
+		c.Add(label, xy, line, pts)
 	}
-	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = 8
-	return savePlot(p, path)
+	return c, nil
 }
 
 // curveColors tell apart up to 8 curves (Okabe–Ito).

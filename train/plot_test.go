@@ -24,8 +24,13 @@ func TestNiceTicks(t *testing.T) {
 			t.Errorf("%v: %d labelled ticks %v, want 5..11", r, len(labels), labels)
 		}
 	}
-	if got := formatTick(0.25, 0.05); got != "0.25" {
-		t.Errorf("formatTick(0.25, 0.05) = %q", got)
+	for _, tc := range []struct {
+		v, step float64
+		want    string
+	}{{0.25, 0.05, "0.25"}, {7.5, 2.5, "7.5"}, {10, 2.5, "10.0"}, {20, 5, "20"}, {0.3, 0.1, "0.3"}, {250, 25, "250"}} {
+		if got := formatTick(tc.v, tc.step); got != tc.want {
+			t.Errorf("formatTick(%g, %g) = %q, want %q", tc.v, tc.step, got, tc.want)
+		}
 	}
 }
 

@@ -41,6 +41,33 @@ func Open(path string, limit int64) (*os.File, int64, error) {
 	return f, info.Size(), nil
 }
 
+// OpenNoFollow is Open for a file whose path must not be a symbolic link (a file inside
+// a run directory, which a link could point at someone else's file): a path that is
+// one is refused, with an error naming it, and the file is opened with O_NOFOLLOW so
+// that a link swapped in after the check is refused too. Links in the directories
+// above the file are followed.
+func OpenNoFollow(path string, limit int64) (*os.File, int64, error) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := check(path, info, limit); err != nil {
+		return nil, 0, err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	if info, err = f.Stat(); err == nil {
+		err = check(path, info, limit)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, info.Size(), nil
+}
+
 // ReadFile reads the whole regular file at path, of at most limit bytes (see Open).
 func ReadFile(path string, limit int64) ([]byte, error) {
 	f, size, err := Open(path, limit)
@@ -48,6 +75,22 @@ func ReadFile(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return readAll(f, path, size, limit)
+}
+
+// ReadFileNoFollow reads the whole regular file at path, of at most limit bytes, refusing
+// a symbolic link (see OpenNoFollow).
+func ReadFileNoFollow(path string, limit int64) ([]byte, error) {
+	f, size, err := OpenNoFollow(path, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readAll(f, path, size, limit)
+}
+
+// readAll reads f, of size bytes when it was opened, refusing more than limit.
+func readAll(f *os.File, path string, size, limit int64) ([]byte, error) {
 	// The file may grow after the check: read one byte more than allowed to see it.
 	b := make([]byte, 0, size+1)
 	for {
@@ -87,6 +130,8 @@ func kind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&fs.ModeNamedPipe != 0:
 		return "a named pipe"
 	case m&fs.ModeCharDevice != 0:

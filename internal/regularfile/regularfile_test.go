@@ -40,3 +40,36 @@ func TestRefusesWhatIsNotARegularFile(t *testing.T) {
 		t.Errorf("ReadFile(%s, 100) = %d bytes, %v", big, len(b), err)
 	}
 }
+
+// TestNoFollowRefusesLinks: ReadFileNoFollow refuses a symlink to a regular file (whose
+// bytes must not be read), as well as everything ReadFile refuses, and reads a plain file.
+func TestNoFollowRefusesLinks(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{link, zero} {
+		b, err := ReadFileNoFollow(p, 1<<20)
+		if err == nil || !strings.Contains(err.Error(), "not a regular file (a symbolic link)") || !strings.Contains(err.Error(), p) || len(b) > 0 {
+			t.Errorf("ReadFileNoFollow(%s) = %q, %v; want a symbolic-link error naming it", p, b, err)
+		}
+	}
+	if _, err := ReadFileNoFollow(dir, 1<<20); err == nil || !strings.Contains(err.Error(), "a directory") {
+		t.Errorf("ReadFileNoFollow(dir): %v", err)
+	}
+	if b, err := ReadFileNoFollow(secret, 6); err != nil || string(b) != "secret" {
+		t.Errorf("ReadFileNoFollow(plain file) = %q, %v", b, err)
+	}
+	if _, err := ReadFileNoFollow(secret, 5); err == nil || !strings.Contains(err.Error(), "more than the 5") {
+		t.Errorf("ReadFileNoFollow(6 bytes, limit 5): %v", err)
+	}
+}
