@@ -31,8 +31,8 @@ type KernelSession interface {
 
 // The built-in sessions draw their kernels; the assertions keep them doing so.
 var (
-	_ KernelSession = (*transformerSession)(nil)
-	_ KernelSession = (*daeSession)(nil)
+	_ KernelSession   = (*transformerSession)(nil)
+	_ KernelSession   = (*daeSession)(nil)
 	_ bandwidthKinder = (*transformerSession)(nil)
 	_ bandwidthKinder = (*daeSession)(nil)
 )

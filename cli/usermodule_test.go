@@ -23,12 +23,7 @@ import (
 // in every mode, report, export in every format (torch refused with a reason), sample
 // (refused: not a character LM).
 func TestUserModule(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the user's module")
-	}
-	_, here, _, _ := runtime.Caller(0)
-	repo := filepath.Dir(filepath.Dir(here))
+	repo := repoRoot()
 	mod := filepath.Join(t.TempDir(), "localmax")
 	copyTree(t, filepath.Join(repo, "examples", "custom_task"), mod)
 	gomod := filepath.Join(mod, "go.mod")
@@ -41,12 +36,7 @@ func TestUserModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(mod, "mylocus")
-	build := exec.Command(goBin, "build", "-o", bin, ".")
-	build.Dir = mod
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build of the user's module: %v\n%s", err, out)
-	}
+	goBuild(t, mod, bin)
 	run := func(wantCode int, args ...string) (stdout, stderr string) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
@@ -173,6 +163,27 @@ func TestUserModule(t *testing.T) {
 		if int64(best) != want {
 			t.Errorf("onnxruntime: position %d predicts %d, want %d", i, best, want)
 		}
+	}
+}
+
+// repoRoot is the repository's root folder.
+func repoRoot() string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(here))
+}
+
+// goBuild builds the module in dir into bin, skipping the test without a go command.
+func goBuild(t *testing.T, dir, bin string) {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build a module of a user's")
+	}
+	build := exec.Command(goBin, "build", "-o", bin, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build in %s: %v\n%s", dir, err, out)
 	}
 }
 
