@@ -68,7 +68,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.IntVar(&f.layers, "layers", 2, "number of blocks")
 	fs.IntVar(&f.dmodel, "dmodel", 64, "model width")
 	fs.IntVar(&f.heads, "heads", 4, "attention heads")
-	fs.IntVar(&f.dff, "dff", 256, "feed-forward width")
+	fs.IntVar(&f.dff, "dff", 0, "feed-forward width (0: 4·-dmodel, 256 at -dmodel 64)")
 	fs.BoolVar(&f.postLN, "postln", false, "post-LN blocks instead of pre-LN")
 	fs.Float64Var(&f.dropout, "dropout", 0, "dropout probability")
 	fs.IntVar(&f.randomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")
