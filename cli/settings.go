@@ -378,6 +378,16 @@ func (st trainSettings) newOptimizer(ps *autodiff.Params) (optim.Optimizer, erro
 	return opt, nil
 }
 
+// uses reports whether the optimizer or schedule of st uses the conditional setting key.
+func (st *trainSettings) uses(key string) bool {
+	for _, c := range conditionals {
+		if c.key == key {
+			return c.uses(st)
+		}
+	}
+	return true
+}
+
 // validate checks the ranges the optimizer constructors do not.
 func (st trainSettings) validate() error {
 	switch {
@@ -397,6 +407,20 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-patience, -warmup, -threads and -shards must be >= 0")
 	case st.Schedule == scheduleCosine && (st.DecaySteps <= 0 || !(st.MinLR >= 0 && st.MinLR <= st.LR)):
 		return usageErrorf("-schedule cosine needs -decay-steps > 0 and 0 <= -min-lr <= -lr (got %d, %g)", st.DecaySteps, st.MinLR)
+	}
+	// Settings whose zero package optim would take for "the default" (or refuse): a
+	// zero typed here is an error naming the flag, not a silent default.
+	switch {
+	case st.uses("eps") && !(st.Eps > 0 && !math.IsInf(st.Eps, 0)):
+		return usageErrorf("-eps %g: want a finite value > 0", st.Eps)
+	case st.uses("alpha") && !(st.Alpha > 0 && st.Alpha <= 1):
+		return usageErrorf("-alpha %g: want a value in (0, 1]", st.Alpha)
+	case st.uses("betas") && st.Betas[1] == 0:
+		return usageErrorf("-betas %s: β2 0, want a value in (0, 1)", st.Betas.String())
+	case st.uses("decay_every") && st.DecayEvery <= 0:
+		return usageErrorf("-decay-every %d: want > 0", st.DecayEvery)
+	case st.uses("gamma") && !(st.Gamma > 0 && !math.IsInf(st.Gamma, 0)):
+		return usageErrorf("-gamma %g: want a finite value > 0", st.Gamma)
 	}
 	if v, ok := st.schedule().(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {

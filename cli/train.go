@@ -77,7 +77,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.IntVar(&f.Layers, "layers", 2, "number of blocks")
 	fs.IntVar(&f.DModel, "dmodel", 64, "model width")
 	fs.IntVar(&f.Heads, "heads", 4, "attention heads")
-	fs.IntVar(&f.DFF, "dff", 256, "feed-forward width")
+	fs.IntVar(&f.DFF, "dff", 0, "feed-forward width (0: 4·-dmodel, 256 at -dmodel 64)")
 	fs.BoolVar(&f.PostLN, "postln", false, "post-LN blocks instead of pre-LN")
 	fs.Float64Var(&f.Dropout, "dropout", 0, "dropout probability")
 	fs.IntVar(&f.RandomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")

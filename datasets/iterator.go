@@ -7,8 +7,8 @@ import (
 
 // IteratorConfig describes how an Iterator walks over N examples.
 type IteratorConfig struct {
-	N         int    // number of examples, indexed 0..N-1
-	BatchSize int    // examples per batch
+	N         int    // number of examples, indexed 0..N-1; > 0
+	BatchSize int    // examples per batch; > 0
 	Seed      uint64 // seed of the per-epoch permutations
 	Shuffle   bool   // visit each epoch in a fresh random order (else 0..N-1)
 	// DropLast drops the last, short batch of an epoch when BatchSize does

@@ -51,6 +51,7 @@ func learnsBandwidth(m BandwidthMode) bool {
 
 // BandwidthConfig configures a layer's bandwidth.
 type BandwidthConfig struct {
+	// Mode chooses how h is set; the zero value is BandwidthFixed.
 	Mode BandwidthMode
 	// Init is the fixed bandwidth, or the initial one of a learned mode; 0 means √d_head.
 	Init float64

@@ -16,7 +16,7 @@ type BlockConfig struct {
 	// PostLN puts the norms after the residual sums (the original Transformer); the default
 	// is pre-LN: x + Attn(LN1(x)), then x + FFN(LN2(x)).
 	PostLN  bool
-	Dropout float64 // residual dropout on each branch's output, in training
+	Dropout float64 // residual dropout on each branch's output, in training; 0: none
 	NormEps float64 // norm eps; 0 means 1e-5
 	// RMSNorm uses RMSNorm (weight only) instead of LayerNorm for ln1 and ln2.
 	RMSNorm bool

@@ -81,7 +81,11 @@
 // # Layers
 //
 // Layers are small structs built by New<Layer>(scope, Config), which validates the
-// config (errors name the bad field) and creates parameters under the scope; Forward adds
+// config (errors name the bad field) and creates parameters under the scope. As in every
+// config of Locus (package optim states the rule), a zero field means the default its
+// comment names (NormConfig.Eps 0: 1e-5, Hidden 0: 4·Dim, KVDim 0: Dim) or is a valid
+// setting it names (Dropout 0: none, Window 0: no window); a zero that can be neither
+// (Dim, Vocab, In, Out) is a Validate error naming the field. Forward adds
 // the layer to a graph. Shape errors are recorded in the graph (g.Err) with the layer's
 // name and the shapes, never panics. Parameter names follow PyTorch's module tree, so
 // checkpoints map one to one onto a PyTorch model:

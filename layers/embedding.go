@@ -8,9 +8,9 @@ import (
 
 // EmbeddingConfig configures an Embedding table.
 type EmbeddingConfig struct {
-	Vocab int // number of rows (token ids 0..Vocab−1)
-	Dim   int // width of each row
-	Init  Init
+	Vocab int  // number of rows (token ids 0..Vocab−1), > 0
+	Dim   int  // width of each row, > 0
+	Init  Init // InitTorch (the zero value) or InitGPT
 }
 
 // Validate reports the first invalid field.

@@ -62,7 +62,7 @@ type FeedForwardConfig struct {
 	Dim        int        // input and output width
 	Hidden     int        // inner width d_ff; 0 means 4·Dim
 	Activation Activation // GELUTanh by default
-	Dropout    float64    // dropout on the inner activations, in training
+	Dropout    float64    // dropout on the inner activations, in training; 0: none
 	Init       Init
 }
 

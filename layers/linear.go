@@ -8,7 +8,7 @@ import (
 
 // LinearConfig configures a Linear layer.
 type LinearConfig struct {
-	In, Out int  // input and output widths
+	In, Out int  // input and output widths, > 0
 	NoBias  bool // omit the bias
 	Init    Init
 }

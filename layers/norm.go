@@ -12,7 +12,7 @@ const defaultNormEps = 1e-5
 
 // NormConfig configures LayerNorm and RMSNorm.
 type NormConfig struct {
-	Dim    int     // width of the normalised (last) axis
+	Dim    int     // width of the normalised (last) axis, > 0
 	Eps    float64 // added to the variance; 0 means 1e-5
 	NoBias bool    // LayerNorm without the additive bias (RMSNorm never has one)
 }

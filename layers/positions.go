@@ -43,8 +43,8 @@ func (p *PositionEncoding) UnmarshalText(b []byte) (err error) {
 
 // PositionsConfig configures a learned absolute position embedding.
 type PositionsConfig struct {
-	MaxLen int // longest sequence
-	Dim    int
+	MaxLen int // longest sequence, > 0
+	Dim    int // > 0
 	Init   Init
 }
 

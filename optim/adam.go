@@ -7,35 +7,41 @@ import (
 	"github.com/locusml/locus/optim/internal/kern"
 )
 
-// AdamConfig holds the hyperparameters of Adam and AdamW. Zero fields mean zero, not a
-// default: start from DefaultAdamConfig or DefaultAdamWConfig.
+// AdamConfig holds the hyperparameters of Adam and AdamW. A zero field means its
+// default (see the package comment): AdamConfig{LR: 3e-4} is torch's Adam at lr 3e-4.
 type AdamConfig struct {
-	// LR is the base learning rate (default 1e-3), scaled by Schedule and Group.LRScale.
+	// LR is the base learning rate, scaled by Schedule and Group.LRScale; 0 means 1e-3.
 	LR float64
 	// Beta1 and Beta2 are the decay rates of the first and second moment estimates, in
-	// [0, 1) (defaults 0.9 and 0.999).
+	// [0, 1). Both 0 means the defaults 0.9 and 0.999. Beta1 0 with Beta2 set is a valid
+	// setting (no averaging of the gradient, as torch's betas (0, β2)); Beta2 0 with
+	// Beta1 set is an error: a gradient that vanishes after others would divide the
+	// remembered m by Eps alone.
 	Beta1, Beta2 float64
-	// Eps is added to the denominator for numerical stability (default 1e-8).
+	// Eps is added to the denominator for numerical stability; 0 means 1e-8 (a zero
+	// Eps divides 0 by 0 on a parameter whose gradients are all zero).
 	Eps float64
-	// WeightDecay is, for Adam, the L2 penalty added to the gradient (default 0) and,
-	// for AdamW, the decoupled decay rate (default 1e-2). Groups may override it.
+	// WeightDecay is, for Adam, the L2 penalty added to the gradient and, for AdamW,
+	// the decoupled decay rate. Zero is a valid setting: no decay, for AdamW too
+	// (torch's AdamW default 1e-2 is DefaultAdamWConfig's). Groups may override it.
 	WeightDecay float64
 	// AMSGrad normalizes by the running maximum of the second moment (default false).
 	AMSGrad bool
-	// Schedule sets the learning rate per step (nil: constant).
+	// Schedule sets the learning rate per step; nil means Constant.
 	Schedule Schedule
-	// MaxGradNorm, when > 0, clips the global gradient norm before each step.
+	// MaxGradNorm, when > 0, clips the global gradient norm before each step; 0 means
+	// no clipping.
 	MaxGradNorm float64
 }
 
 // DefaultAdamConfig returns torch.optim.Adam's defaults: LR 1e-3, betas (0.9, 0.999),
-// Eps 1e-8, no weight decay.
+// Eps 1e-8, no weight decay, the values a zero AdamConfig takes.
 func DefaultAdamConfig() AdamConfig {
 	return AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
 }
 
 // DefaultAdamWConfig returns torch.optim.AdamW's defaults: those of Adam with
-// WeightDecay 1e-2.
+// WeightDecay 1e-2 (a zero WeightDecay is no decay, not this default).
 func DefaultAdamWConfig() AdamConfig {
 	c := DefaultAdamConfig()
 	c.WeightDecay = 1e-2
@@ -65,18 +71,56 @@ type AdamW struct {
 	Adam
 }
 
-// NewAdam returns an Adam optimizer over groups (see All and DecayGroups).
+// withDefaults returns c with its zero fields set to their defaults.
+func (c AdamConfig) withDefaults() AdamConfig {
+	d := DefaultAdamConfig()
+	if c.LR == 0 {
+		c.LR = d.LR
+	}
+	if c.Beta1 == 0 && c.Beta2 == 0 {
+		c.Beta1, c.Beta2 = d.Beta1, d.Beta2
+	}
+	if c.Eps == 0 {
+		c.Eps = d.Eps
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c, its zero fields taken as their
+// defaults; NewAdam and NewAdamW return the same error.
+func (c AdamConfig) Validate() error { return c.withDefaults().validate("adam") }
+
+func (c AdamConfig) validate(name string) error {
+	if !(c.Beta1 >= 0 && c.Beta1 < 1) {
+		return fmt.Errorf("%s: Beta1 %v, want a value in [0, 1)", name, c.Beta1)
+	}
+	if !(c.Beta2 > 0 && c.Beta2 < 1) {
+		return fmt.Errorf("%s: Beta2 %v, want a value in (0, 1) (Beta1 and Beta2 both 0 mean 0.9 and 0.999)", name, c.Beta2)
+	}
+	if err := checkEps(name, c.Eps, DefaultAdamConfig().Eps); err != nil {
+		return err
+	}
+	return c.common().validate(name)
+}
+
+func (c AdamConfig) common() common {
+	return common{lr: c.LR, weightDecay: c.WeightDecay, sched: c.Schedule, maxGradNorm: c.MaxGradNorm, defaultLR: DefaultAdamConfig().LR}
+}
+
+// NewAdam returns an Adam optimizer over groups (see All and DecayGroups); zero fields
+// of cfg take their defaults.
 func NewAdam(groups []Group, cfg AdamConfig) (*Adam, error) {
-	o := &Adam{cfg: cfg}
+	o := &Adam{cfg: cfg.withDefaults()}
 	if err := o.setup("adam", groups); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// NewAdamW returns an AdamW optimizer over groups (see All and DecayGroups).
+// NewAdamW returns an AdamW optimizer over groups (see All and DecayGroups); zero
+// fields of cfg take their defaults, except WeightDecay, whose zero means no decay.
 func NewAdamW(groups []Group, cfg AdamConfig) (*AdamW, error) {
-	o := &AdamW{Adam{cfg: cfg, decoupled: true}}
+	o := &AdamW{Adam{cfg: cfg.withDefaults(), decoupled: true}}
 	if err := o.setup("adamw", groups); err != nil {
 		return nil, err
 	}
@@ -85,24 +129,17 @@ func NewAdamW(groups []Group, cfg AdamConfig) (*AdamW, error) {
 
 func (o *Adam) setup(name string, groups []Group) error {
 	c := o.cfg
-	if !(c.Beta1 >= 0 && c.Beta1 < 1) {
-		return fmt.Errorf("%s: invalid Beta1 %v (want a value in [0, 1))", name, c.Beta1)
-	}
-	if !(c.Beta2 >= 0 && c.Beta2 < 1) {
-		return fmt.Errorf("%s: invalid Beta2 %v (want a value in [0, 1))", name, c.Beta2)
-	}
-	if !(c.Eps >= 0) || math.IsInf(c.Eps, 0) {
-		return fmt.Errorf("%s: invalid Eps %v (want a finite value >= 0)", name, c.Eps)
+	if err := c.validate(name); err != nil {
+		return err
 	}
 	slots := []string{"exp_avg", "exp_avg_sq"}
 	if c.AMSGrad {
 		slots = append(slots, "max_exp_avg_sq")
 	}
-	cm := common{lr: c.LR, weightDecay: c.WeightDecay, sched: c.Schedule, maxGradNorm: c.MaxGradNorm}
-	return o.init(name, groups, cm, slots, 0, o)
+	return o.init(name, groups, c.common(), slots, 0, o)
 }
 
-// Config returns the optimizer's hyperparameters.
+// Config returns the optimizer's hyperparameters, defaults filled in.
 func (o *Adam) Config() AdamConfig { return o.cfg }
 
 func (o *Adam) update(st *paramState, lr float64, t, lo, hi int) {

@@ -25,8 +25,14 @@
 //		ps.ZeroGrad()
 //	}
 //
-// Config zero values mean zero, not "default": start from DefaultAdamConfig and friends,
-// whose values are torch's defaults.
+// A zero field of a config or schedule means its default, the value its comment
+// names (torch's): AdamConfig{LR: 3e-3} is Adam with betas (0.9, 0.999) and eps 1e-8,
+// as DefaultAdamConfig with LR 3e-3. Fields whose zero is a valid setting say so
+// (WeightDecay, Momentum, Dampening, MaxGradNorm, Warmup.Steps, MinFactor: zero is off,
+// not a default). A zero that neither works nor has a sensible default (Cosine.Steps,
+// StepDecay.Every, Exponential.Gamma) is an error naming the field, from the
+// constructor and from the config's Validate. Config() returns the settings with the
+// defaults filled in.
 //
 // Parameter groups (Group) give sets of parameters their own learning-rate scale and
 // weight decay; DecayGroups splits parameters into decayed and non-decayed groups with

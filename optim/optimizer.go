@@ -123,36 +123,51 @@ type base struct {
 	gradNorm    float64
 }
 
-// common are the settings every config has.
+// common are the settings every config has, its defaults applied; defaultLR is the
+// config's default learning rate, for messages.
 type common struct {
 	lr          float64
 	weightDecay float64
 	sched       Schedule
 	maxGradNorm float64
+	defaultLR   float64
 }
 
-// init validates the shared settings and allocates one buffer per slot per parameter,
-// filled with fill.
-func (b *base) init(name string, groups []Group, c common, slots []string, fill float64, r rule) error {
-	b.name, b.slots, b.rule = name, slots, r
-	if !(c.lr >= 0) || math.IsInf(c.lr, 0) {
-		return fmt.Errorf("%s: invalid learning rate %v (want a finite value >= 0)", name, c.lr)
+// validate checks the shared settings.
+func (c common) validate(name string) error {
+	if !(c.lr > 0) || math.IsInf(c.lr, 0) {
+		return fmt.Errorf("%s: LR %v, want a finite value > 0 (0 means %v)", name, c.lr, c.defaultLR)
 	}
 	if !(c.weightDecay >= 0) || math.IsInf(c.weightDecay, 0) {
-		return fmt.Errorf("%s: invalid weight decay %v (want a finite value >= 0)", name, c.weightDecay)
+		return fmt.Errorf("%s: WeightDecay %v, want a finite value >= 0", name, c.weightDecay)
 	}
-	if !(c.maxGradNorm >= 0) {
-		return fmt.Errorf("%s: invalid MaxGradNorm %v (want > 0, or 0 for no clipping)", name, c.maxGradNorm)
+	if !(c.maxGradNorm >= 0) || math.IsInf(c.maxGradNorm, 0) {
+		return fmt.Errorf("%s: MaxGradNorm %v, want a finite value > 0, or 0 for no clipping", name, c.maxGradNorm)
 	}
+	if v, ok := c.sched.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return fmt.Errorf("%s: schedule: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// checkEps checks a denominator's Eps once its default def is applied.
+func checkEps(name string, eps, def float64) error {
+	if !(eps > 0) || math.IsInf(eps, 0) {
+		return fmt.Errorf("%s: Eps %v, want a finite value > 0 (0 means %v)", name, eps, def)
+	}
+	return nil
+}
+
+// init allocates one buffer per slot per parameter, filled with fill, for settings c
+// that the optimizer's validate accepted.
+func (b *base) init(name string, groups []Group, c common, slots []string, fill float64, r rule) error {
+	b.name, b.slots, b.rule = name, slots, r
 	b.lr, b.maxGradNorm = c.lr, c.maxGradNorm
 	b.sched = c.sched
 	if b.sched == nil {
 		b.sched = Constant{}
-	}
-	if v, ok := b.sched.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
-			return fmt.Errorf("%s: schedule: %w", name, err)
-		}
 	}
 	seen := map[string]bool{}
 	for gi, g := range groups {

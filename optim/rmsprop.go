@@ -5,31 +5,34 @@ import (
 	"math"
 )
 
-// RMSPropConfig holds the hyperparameters of RMSProp. Zero fields mean zero, not a
-// default: start from DefaultRMSPropConfig.
+// RMSPropConfig holds the hyperparameters of RMSProp. A zero field means its default
+// (see the package comment).
 type RMSPropConfig struct {
-	// LR is the base learning rate (default 1e-2), scaled by Schedule and Group.LRScale.
+	// LR is the base learning rate, scaled by Schedule and Group.LRScale; 0 means 1e-2.
 	LR float64
-	// Alpha is the decay rate of the squared-gradient average, in [0, 1] (default 0.99).
+	// Alpha is the decay rate of the squared-gradient average, in (0, 1]; 0 means 0.99.
 	Alpha float64
-	// Eps is added to the denominator for numerical stability (default 1e-8).
+	// Eps is added to the denominator for numerical stability; 0 means 1e-8.
 	Eps float64
-	// WeightDecay is the L2 penalty added to the gradient (default 0). Groups may
-	// override it.
+	// WeightDecay is the L2 penalty added to the gradient; zero is a valid setting, no
+	// decay (the default). Groups may override it.
 	WeightDecay float64
-	// Momentum is the momentum factor (default 0).
+	// Momentum is the momentum factor; zero is a valid setting, no momentum (the
+	// default).
 	Momentum float64
 	// Centered normalizes by an estimate of the gradient's variance instead of its raw
 	// second moment (default false).
 	Centered bool
-	// Schedule sets the learning rate per step (nil: constant).
+	// Schedule sets the learning rate per step; nil means Constant.
 	Schedule Schedule
-	// MaxGradNorm, when > 0, clips the global gradient norm before each step.
+	// MaxGradNorm, when > 0, clips the global gradient norm before each step; 0 means
+	// no clipping.
 	MaxGradNorm float64
 }
 
 // DefaultRMSPropConfig returns torch.optim.RMSprop's defaults: LR 1e-2, Alpha 0.99,
-// Eps 1e-8, no weight decay, no momentum, not centered.
+// Eps 1e-8, no weight decay, no momentum, not centered, the values a zero
+// RMSPropConfig takes.
 func DefaultRMSPropConfig() RMSPropConfig {
 	return RMSPropConfig{LR: 1e-2, Alpha: 0.99, Eps: 1e-8}
 }
@@ -50,16 +53,48 @@ type RMSProp struct {
 	gradAvg, mbuf int // slot indexes, -1 when unused
 }
 
-// NewRMSProp returns an RMSProp optimizer over groups (see All and DecayGroups).
+// withDefaults returns c with its zero fields set to their defaults.
+func (c RMSPropConfig) withDefaults() RMSPropConfig {
+	d := DefaultRMSPropConfig()
+	if c.LR == 0 {
+		c.LR = d.LR
+	}
+	if c.Alpha == 0 {
+		c.Alpha = d.Alpha
+	}
+	if c.Eps == 0 {
+		c.Eps = d.Eps
+	}
+	return c
+}
+
+// Validate reports the first invalid field of c, its zero fields taken as their
+// defaults; NewRMSProp returns the same error.
+func (c RMSPropConfig) Validate() error { return c.withDefaults().validate() }
+
+func (c RMSPropConfig) validate() error {
+	if !(c.Alpha > 0 && c.Alpha <= 1) {
+		return fmt.Errorf("rmsprop: Alpha %v, want a value in (0, 1] (0 means %v)", c.Alpha, DefaultRMSPropConfig().Alpha)
+	}
+	if err := checkEps("rmsprop", c.Eps, DefaultRMSPropConfig().Eps); err != nil {
+		return err
+	}
+	if !(c.Momentum >= 0) || math.IsInf(c.Momentum, 0) {
+		return fmt.Errorf("rmsprop: Momentum %v, want a finite value >= 0", c.Momentum)
+	}
+	return c.common().validate("rmsprop")
+}
+
+func (c RMSPropConfig) common() common {
+	return common{lr: c.LR, weightDecay: c.WeightDecay, sched: c.Schedule, maxGradNorm: c.MaxGradNorm, defaultLR: DefaultRMSPropConfig().LR}
+}
+
+// NewRMSProp returns an RMSProp optimizer over groups (see All and DecayGroups); zero
+// fields of cfg take their defaults.
 func NewRMSProp(groups []Group, cfg RMSPropConfig) (*RMSProp, error) {
-	if !(cfg.Alpha >= 0 && cfg.Alpha <= 1) {
-		return nil, fmt.Errorf("rmsprop: invalid Alpha %v (want a value in [0, 1])", cfg.Alpha)
-	}
-	if !(cfg.Eps >= 0) || math.IsInf(cfg.Eps, 0) {
-		return nil, fmt.Errorf("rmsprop: invalid Eps %v (want a finite value >= 0)", cfg.Eps)
-	}
-	if !(cfg.Momentum >= 0) || math.IsInf(cfg.Momentum, 0) {
-		return nil, fmt.Errorf("rmsprop: invalid momentum %v (want a finite value >= 0)", cfg.Momentum)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	o := &RMSProp{cfg: cfg, gradAvg: -1, mbuf: -1}
 	slots := []string{"square_avg"}
@@ -71,14 +106,13 @@ func NewRMSProp(groups []Group, cfg RMSPropConfig) (*RMSProp, error) {
 		o.mbuf = len(slots)
 		slots = append(slots, "momentum_buffer")
 	}
-	c := common{lr: cfg.LR, weightDecay: cfg.WeightDecay, sched: cfg.Schedule, maxGradNorm: cfg.MaxGradNorm}
-	if err := o.init("rmsprop", groups, c, slots, 0, o); err != nil {
+	if err := o.init("rmsprop", groups, cfg.common(), slots, 0, o); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// Config returns the optimizer's hyperparameters.
+// Config returns the optimizer's hyperparameters, defaults filled in.
 func (o *RMSProp) Config() RMSPropConfig { return o.cfg }
 
 func (o *RMSProp) update(st *paramState, lr float64, _, lo, hi int) {

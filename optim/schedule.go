@@ -11,7 +11,9 @@ import (
 // Step uses Factor(0). Factors must be finite and non-negative. Schedules are pure
 // functions of the step: the optimizer's step count (saved in its State) is the whole
 // schedule position. A schedule with a Validate() error method is checked when the
-// optimizer is built.
+// optimizer is built. As in the configs, a zero field of a schedule means its default
+// or, where none makes sense (Cosine.Steps, StepDecay.Every, Exponential.Gamma), is a
+// Validate error naming the field.
 type Schedule interface {
 	Factor(step int) float64
 }
@@ -31,10 +33,10 @@ func (Constant) Factor(int) float64 { return 1 }
 // Warmup ramps the learning rate up linearly over Steps updates, then follows Then
 // shifted by Steps: Factor(s) is (s+1)/Steps·Then.Factor(0) for s < Steps and
 // Then.Factor(s−Steps) after. The first update uses LR/Steps and update Steps−1 the
-// full rate. A nil Then is Constant. Build it with WithWarmup.
+// full rate. Build it with WithWarmup.
 type Warmup struct {
-	Steps int
-	Then  Schedule
+	Steps int      // updates of the ramp; zero is a valid setting, no warm-up
+	Then  Schedule // the schedule after the ramp; nil means Constant
 }
 
 // WithWarmup returns then preceded by a linear warmup of steps updates, e.g.
@@ -69,8 +71,8 @@ func (w Warmup) Validate() error {
 // Steps updates and stays at the floor afterwards:
 // Factor(s) = MinFactor + (1−MinFactor)·(1 + cos(π·min(s, Steps)/Steps))/2.
 type Cosine struct {
-	Steps     int
-	MinFactor float64
+	Steps     int     // length of the decay, > 0 (no default: zero is an error)
+	MinFactor float64 // the floor, in [0, 1]; zero is a valid setting, decay to 0
 }
 
 // Factor returns the multiplier after step updates.
@@ -96,8 +98,8 @@ func (c Cosine) Validate() error {
 // LinearDecay decays the learning rate linearly from LR to MinFactor·LR over Steps
 // updates and stays at the floor afterwards.
 type LinearDecay struct {
-	Steps     int
-	MinFactor float64
+	Steps     int     // length of the decay, > 0 (no default: zero is an error)
+	MinFactor float64 // the floor, in [0, 1]; zero is a valid setting, decay to 0
 }
 
 // Factor returns the multiplier after step updates.
@@ -123,8 +125,18 @@ func (l LinearDecay) Validate() error {
 // StepDecay multiplies the learning rate by Gamma every Every updates, as torch's
 // StepLR: Factor(s) = Gamma^⌊s/Every⌋.
 type StepDecay struct {
-	Every int
-	Gamma float64
+	Every int     // updates between decays, > 0 (no default: zero is an error)
+	Gamma float64 // the factor of each decay, finite and > 0; 0 means 0.1 (torch's)
+}
+
+// defaultStepGamma is torch's StepLR default gamma.
+const defaultStepGamma = 0.1
+
+func (d StepDecay) gamma() float64 {
+	if d.Gamma == 0 {
+		return defaultStepGamma
+	}
+	return d.Gamma
 }
 
 // Factor returns the multiplier after step updates, or NaN if Every <= 0.
@@ -132,16 +144,16 @@ func (d StepDecay) Factor(step int) float64 {
 	if d.Every <= 0 {
 		return math.NaN()
 	}
-	return math.Pow(d.Gamma, float64(max(step, 0)/d.Every))
+	return math.Pow(d.gamma(), float64(max(step, 0)/d.Every))
 }
 
-// Validate reports whether Every > 0 and Gamma is finite and >= 0.
+// Validate reports whether Every > 0 and Gamma (0 meaning 0.1) is finite and > 0.
 func (d StepDecay) Validate() error {
 	if d.Every <= 0 {
 		return fmt.Errorf("step decay: Every %d, want > 0", d.Every)
 	}
-	if !(d.Gamma >= 0) || math.IsInf(d.Gamma, 0) {
-		return fmt.Errorf("step decay: Gamma %v, want a finite value >= 0", d.Gamma)
+	if g := d.gamma(); !(g > 0) || math.IsInf(g, 0) {
+		return fmt.Errorf("step decay: Gamma %v, want a finite value > 0 (0 means %v)", d.Gamma, defaultStepGamma)
 	}
 	return nil
 }
@@ -149,16 +161,16 @@ func (d StepDecay) Validate() error {
 // Exponential multiplies the learning rate by Gamma every update, as torch's
 // ExponentialLR: Factor(s) = Gamma^s.
 type Exponential struct {
-	Gamma float64
+	Gamma float64 // the factor per update, finite and > 0 (no default: zero is an error)
 }
 
 // Factor returns the multiplier after step updates.
 func (e Exponential) Factor(step int) float64 { return math.Pow(e.Gamma, float64(max(step, 0))) }
 
-// Validate reports whether Gamma is finite and >= 0.
+// Validate reports whether Gamma is finite and > 0.
 func (e Exponential) Validate() error {
-	if !(e.Gamma >= 0) || math.IsInf(e.Gamma, 0) {
-		return fmt.Errorf("exponential: Gamma %v, want a finite value >= 0", e.Gamma)
+	if !(e.Gamma > 0) || math.IsInf(e.Gamma, 0) {
+		return fmt.Errorf("exponential: Gamma %v, want a finite value > 0", e.Gamma)
 	}
 	return nil
 }

@@ -100,7 +100,9 @@ type Phases struct {
 
 // Loop trains a model: it draws batches from Data, runs the model forward and backward,
 // steps the optimizer, evaluates, logs, plots and checkpoints. Fill in the fields and call
-// Run; to continue an interrupted run, call Resume first.
+// Run; to continue an interrupted run, call Resume first. A zero field means the default
+// its comment names (LogEvery, Accumulate, BestMode) or is off (EvalEvery,
+// CheckpointEvery, Patience, Dir); Model, Optimizer, Data and Steps are required.
 //
 // Step numbers count completed steps from 1; a resumed Loop continues counting, so Steps
 // is the total for the whole run, not for one call.
@@ -124,7 +126,7 @@ type Loop struct {
 	// their own names: logged in MetricsFile and drawn in BandwidthPlotFile, not printed.
 	Observe func(ctx context.Context) (Metrics, error)
 
-	Steps int // total number of steps, counting those before a Resume
+	Steps int // total number of steps (> 0), counting those before a Resume
 	// Accumulate is the number of batches whose gradients make one step (gradient
 	// accumulation, optim.Accumulator); the step's loss is their mean. 0 means 1.
 	Accumulate int

@@ -15,7 +15,9 @@ const (
 )
 
 // Config describes a denoising autoencoder. Start from DefaultConfig or
-// DefaultLocalizedConfig: zero values are not defaults.
+// DefaultLocalizedConfig. A zero field means the default its comment names (Kernel,
+// MinBandwidth) or is a valid setting it names (Sigma 0: no noise); a zero with neither
+// (In, the widths, InitBandwidth, Kind, Noise) is a Validate error naming the field.
 //
 // Parameter names. Linear layers have "weight" [out, in] (PyTorch's nn.Linear layout,
 // y = x·Wᵀ + b) and "bias" [out]. The MLP ("dae") has one Linear layer per step of
@@ -48,18 +50,36 @@ type Config struct {
 	// pointwise map; a multiple of Heads.
 	Width int `json:"width,omitempty"`
 	// Kernel is the kernel of every level's attention over its prototypes: any spec of
-	// the layers kernel language (gaussian by default).
+	// the layers kernel language; nil means gaussian.
 	Kernel *layers.KernelSpec `json:"kernel,omitempty"`
-	// InitBandwidth is the initial bandwidth h of every head.
+	// InitBandwidth is the initial bandwidth h of every head, > MinBandwidth.
 	InitBandwidth float64 `json:"init_bandwidth,omitempty"`
-	// MinBandwidth is the floor h_min of the learned bandwidth.
+	// MinBandwidth is the floor h_min of the learned bandwidth; 0 means 1e-3 (that of
+	// layers.BandwidthConfig).
 	MinBandwidth float64 `json:"min_bandwidth,omitempty"`
 
 	// Noise is the training corruption: NoiseGaussian, NoiseMask or NoiseSaltPepper.
 	Noise string `json:"noise"`
 	// Sigma is the noise level: the standard deviation for Gaussian noise, the fraction
-	// of coordinates for masking and salt-and-pepper.
+	// of coordinates for masking and salt-and-pepper. Zero is a valid setting: no noise.
 	Sigma float64 `json:"sigma"`
+}
+
+// defaultMinBandwidth is layers.BandwidthConfig's floor, which a zero MinBandwidth has
+// always meant.
+const defaultMinBandwidth = 1e-3
+
+// withDefaults returns c with the zero fields of its kind set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Kind == KindLocalized {
+		if c.Kernel == nil {
+			c.Kernel = &layers.KernelSpec{Kernel: layers.Gaussian{}}
+		}
+		if c.MinBandwidth == 0 {
+			c.MinBandwidth = defaultMinBandwidth
+		}
+	}
+	return c
 }
 
 // DefaultConfig returns the reference MLP DAE: 784-256-64-256-784 trained with
@@ -86,8 +106,9 @@ const (
 	MaxLevels = 64      // hidden layers, Levels
 )
 
-// Validate reports the first problem with c.
+// Validate reports the first problem with c, its zero fields taken as their defaults.
 func (c Config) Validate() error {
+	c = c.withDefaults()
 	if c.In < 1 || c.In > MaxWidth {
 		return fmt.Errorf("dae config: In=%d, want 1 to %d", c.In, MaxWidth)
 	}
@@ -123,11 +144,8 @@ func (c Config) Validate() error {
 		if c.Width%c.Heads != 0 {
 			return fmt.Errorf("dae config: Width=%d is not a multiple of Heads=%d", c.Width, c.Heads)
 		}
-		if c.Kernel == nil {
-			return fmt.Errorf("dae config: the localized DAE needs a kernel")
-		}
 		if c.MinBandwidth < 0 || c.InitBandwidth <= c.MinBandwidth {
-			return fmt.Errorf("dae config: need 0 <= MinBandwidth (%g) < InitBandwidth (%g)", c.MinBandwidth, c.InitBandwidth)
+			return fmt.Errorf("dae config: need 0 < MinBandwidth (%g; 0 means %g) < InitBandwidth (%g)", c.MinBandwidth, defaultMinBandwidth, c.InitBandwidth)
 		}
 	default:
 		return fmt.Errorf("dae config: unknown kind %q (valid: %s, %s)", c.Kind, KindMLP, KindLocalized)

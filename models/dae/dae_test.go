@@ -124,8 +124,8 @@ func TestConfigValidate(t *testing.T) {
 		func() Config { c := DefaultConfig(); c.Noise = "gauss"; return c }(),
 		func() Config { c := DefaultConfig(); c.Hidden = nil; return c }(),
 		func() Config { c := DefaultLocalizedConfig(); c.Width = 6; return c }(),
-		func() Config { c := DefaultLocalizedConfig(); c.Kernel = nil; return c }(),
 		func() Config { c := DefaultLocalizedConfig(); c.MinBandwidth = 2; return c }(),
+		func() Config { c := DefaultLocalizedConfig(); c.InitBandwidth = 0; return c }(),
 		func() Config { c := DefaultConfig(); c.Noise, c.Sigma = NoiseMask, 1.5; return c }(),
 	}
 	for i, c := range bad {
@@ -133,7 +133,10 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("config %d (%s) validated", i, c)
 		}
 	}
-	for _, c := range []Config{DefaultConfig(), DefaultLocalizedConfig()} {
+	// A nil Kernel means gaussian and a zero MinBandwidth 1e-3 (the zero convention).
+	zeros := DefaultLocalizedConfig()
+	zeros.Kernel, zeros.MinBandwidth = nil, 0
+	for _, c := range []Config{DefaultConfig(), DefaultLocalizedConfig(), zeros} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", c, err)
 		}
@@ -484,5 +487,25 @@ func TestLocalizedForward(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestZeroFieldsMeanDefaults builds an ldae with a nil Kernel and a zero MinBandwidth:
+// the model is that of gaussian and 1e-3, and its Config says so.
+func TestZeroFieldsMeanDefaults(t *testing.T) {
+	cfg := DefaultLocalizedConfig()
+	cfg.Levels, cfg.Prototypes, cfg.Width, cfg.In = 1, 4, 8, 6
+	cfg.Kernel, cfg.MinBandwidth = nil, 0
+	ps, err := autodiff.NewParams(autodiff.Float32, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(cfg, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.Config()
+	if got.Kernel == nil || got.Kernel.String() != "gaussian" || got.MinBandwidth != 1e-3 {
+		t.Errorf("Config() kernel %v, min bandwidth %v; want gaussian and 0.001", got.Kernel, got.MinBandwidth)
 	}
 }

@@ -51,6 +51,7 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 	if ps == nil {
 		return nil, fmt.Errorf("dae: nil parameter registry")
 	}
+	cfg = cfg.withDefaults()
 	noise, _ := NewCorruption(cfg.Noise, cfg.Sigma)
 	cfg.Hidden = append([]int(nil), cfg.Hidden...)
 	m := &Model{cfg: cfg, ps: ps, noise: noise}

@@ -14,10 +14,7 @@ import (
 // embeddings, the head, and per block the attention projections (4·d²) and the
 // feed-forward maps (2·d·d_ff), twice for encdec.
 func (c Config) ParamEstimate() uint64 {
-	d, h := float64(c.Dim), float64(c.Hidden)
-	if h == 0 {
-		h = 4 * d
-	}
+	d, h := float64(c.Dim), float64(c.FFNWidth())
 	blocks := float64(c.Layers)
 	if c.Arch == ArchEncDec {
 		blocks *= 2
@@ -40,10 +37,7 @@ func (c Config) ParamEstimate() uint64 {
 // (2·B·T·vocab).
 func (c Config) MemoryEstimate(batch, seqLen int) uint64 {
 	b, t := float64(batch), float64(seqLen)
-	d, h := float64(c.Dim), float64(c.Hidden)
-	if h == 0 {
-		h = 4 * d
-	}
+	d, h := float64(c.Dim), float64(c.FFNWidth())
 	blocks := float64(c.Layers)
 	if c.Arch == ArchEncDec {
 		blocks *= 2

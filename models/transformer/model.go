@@ -2,6 +2,7 @@ package transformer
 
 import (
 	"encoding"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,7 +69,7 @@ type Config struct {
 	Dim    int  `json:"dim"`
 	Heads  int  `json:"heads"`
 	Layers int  `json:"layers"` // blocks; for encdec, in the encoder and in the decoder each
-	Hidden int  `json:"hidden"` // feed-forward width d_ff; 0 means 4·Dim
+	Hidden int  `json:"hidden"` // feed-forward width d_ff; 0 means 4·Dim (FFNWidth), at build time
 	// Kernel is the attention kernel, any spec of the layers kernel language; the
 	// exponential kernel with the fixed bandwidth √d_head is the standard Transformer.
 	Kernel layers.KernelSpec `json:"kernel"`
@@ -78,7 +79,7 @@ type Config struct {
 	PostLN     bool                    `json:"post_ln"`
 	Tied       bool                    `json:"tied"` // the output head reuses tok_emb.weight (no head.weight)
 	Activation layers.Activation       `json:"activation"`
-	Dropout    float64                 `json:"dropout"`
+	Dropout    float64                 `json:"dropout"` // in training; zero is a valid setting, none
 	Init       layers.Init             `json:"init"`
 	// Tiling chooses the attention's local mean: auto (by length), never or always tiled
 	// (O(T) memory); every choice computes the same function.
@@ -98,12 +99,35 @@ const (
 	MaxLayers = 1 << 10
 )
 
-// DefaultConfig is the reference workloads' model: d=64, 4 heads, 2 layers, d_ff=256,
-// exponential kernel at √d_head, learned positions, pre-LN, GELU (tanh), GPT init.
+// DefaultConfig is the reference workloads' model: d=64, 4 heads, 2 layers, d_ff=4·d
+// (256), exponential kernel at √d_head, learned positions, pre-LN, GELU (tanh), GPT init.
+// Its Hidden is 0, so that d_ff follows a Dim changed afterwards.
+//
+// As in every configuration of Locus, a zero field means its documented default (Hidden,
+// Tiling) or is a valid setting that the field's comment names (Dropout 0: none,
+// RandomFeatures 0: exact attention); a zero that can mean neither (Vocab, MaxLen, Dim,
+// Heads, Layers) is a Validate error naming the field.
 func DefaultConfig(arch Arch, vocab, maxLen int) Config {
-	return Config{Arch: arch, Vocab: vocab, MaxLen: maxLen, Dim: 64, Heads: 4, Layers: 2, Hidden: 256,
+	return Config{Arch: arch, Vocab: vocab, MaxLen: maxLen, Dim: 64, Heads: 4, Layers: 2,
 		Kernel: layers.KernelSpec{Kernel: layers.Exponential{}}, Bandwidth: layers.BandwidthFixed,
 		Positions: layers.PositionsLearned, Activation: layers.GELUTanh, Init: layers.InitGPT}
+}
+
+// FFNWidth returns the feed-forward width d_ff of c: Hidden, or 4·Dim when Hidden is 0.
+func (c Config) FFNWidth() int {
+	if c.Hidden == 0 {
+		return 4 * c.Dim
+	}
+	return c.Hidden
+}
+
+// MarshalJSON writes c with Hidden explicit (FFNWidth), so that a checkpoint or an
+// exported model states its d_ff and reloads to the same model whatever the default.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config // without this method
+	p := plain(c)
+	p.Hidden = c.FFNWidth()
+	return json.Marshal(p)
 }
 
 // NonStandard lists, one phrase each, the settings in which c differs from the standard
