@@ -31,6 +31,7 @@ func main() {
 	steps := flag.Int("steps", 500, "training steps")
 	dir := flag.String("out", "runs/example-reverse", "run directory for the checkpoints and metrics")
 	flag.Parse()
+	log.SetFlags(0)
 	acc, ckpt, err := trainReverse(context.Background(), 16, *steps, *dir, os.Stderr)
 	if err != nil {
 		log.Fatal(err)
