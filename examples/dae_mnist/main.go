@@ -13,7 +13,7 @@
 // mean training image (which ignores the input).
 //
 //	go run ./examples/dae_mnist -out /tmp/dae
-//	go run ./examples/dae_mnist -train-n 5000 -test-n 500 -epochs 1 -out /tmp/dae   # a short run
+//	go run ./examples/dae_mnist -train-n 16000 -test-n 200 -epochs 1 -batch 64 -lr 3e-3 -out /tmp/dae  # the test's short run
 package main
 
 import (
