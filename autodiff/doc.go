@@ -42,7 +42,7 @@
 // Tensors are gorgonia's row-major *tensor.Dense. A model has one float dtype, that of
 // its Params: Float32 for training, Float64 for gradient checks, whose finite
 // differences need the precision. Float inputs must have it too; class targets are
-// tensor.Int. Sequences are batch first, [B, T, d]; attention splits d into heads as
+// tensor.Int. FromRows and FromSlice build inputs from Go slices. Sequences are batch first, [B, T, d]; attention splits d into heads as
 // PyTorch does, LocalMean's scores are [B, H, Tq, Tk] (or [N, Tq, Tk]) and a key mask is
 // a float [B, Tk] whose zeros mark padding. Softmax, LayerNorm, RMSNorm and CrossEntropy (logits
 // [N, C]) work along the last axis.

@@ -141,3 +141,30 @@ func ExampleCheckGradients() {
 	// Output:
 	// <nil> 3
 }
+
+// FromRows and FromSlice build model inputs from Go slices: a matrix from its rows, a
+// batch of sequences from its row-major values. Ragged rows or a shape that does not fit
+// are errors, not panics.
+func ExampleFromRows() {
+	x, err := autodiff.FromRows([][]float32{{1, 2, 3}, {4, 5, 6}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(x.Shape(), x.Data())
+	ids, err := autodiff.FromSlice([]int{3, 1, 4, 1, 5, 9}, 2, 3) // 2 sequences of 3 tokens
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(ids.Shape(), ids.Data())
+	_, err = autodiff.FromRows([][]float64{{1, 2}, {3}})
+	fmt.Println(err)
+	_, err = autodiff.FromSlice([]float64{1, 2, 3}, 2, 2)
+	fmt.Println(err)
+	// Output:
+	// (2, 3) [1 2 3 4 5 6]
+	// (2, 3) [3 1 4 1 5 9]
+	// from rows: row 1 has length 1, row 0 has length 2
+	// from slice: shape [2 2] holds more than the 3 values given
+}

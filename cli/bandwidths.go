@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -38,62 +37,24 @@ func bandwidthObserver(s Session, m *autodiff.Model, seed uint64) func(context.C
 	return func(context.Context) (train.Metrics, error) { return bandwidthMetrics(s, m, seed) }
 }
 
-// bandwidthMetrics returns the session's learned bandwidths as metrics named
-// train.BandwidthPrefix + "<layer>.head<j>", and for per-query bandwidths their
-// distribution over a validation batch (suffixes train.BandwidthStats).
+// bandwidthMetrics returns the session's learned bandwidths as metrics
+// (train.BandwidthMetrics), and for per-query bandwidths their distribution over a
+// validation batch (train.BandwidthDistributionMetrics).
 func bandwidthMetrics(s Session, m *autodiff.Model, seed uint64) (train.Metrics, error) {
-	out := train.Metrics{}
 	if qs, ok := s.(queryBandwidthSession); ok {
 		per, err := qs.queryBandwidths(m, seed)
 		if err != nil {
 			return nil, err
 		}
 		if per != nil {
-			for layer, heads := range per {
-				for j, vals := range heads {
-					for i, q := range quantiles(vals) {
-						out[bandwidthName(layer, j, len(heads))+"."+train.BandwidthStats[i]] = q
-					}
-				}
-			}
-			return out, nil
+			return train.BandwidthDistributionMetrics(per), nil
 		}
 	}
-	for k, hs := range s.Bandwidths() {
-		layer := strings.TrimSuffix(k, ".bandwidth")
-		for j, h := range hs {
-			out[bandwidthName(layer, j, len(hs))] = h
-		}
-	}
-	return out, nil
+	return train.BandwidthMetrics(s.Bandwidths()), nil
 }
 
-// bandwidthName is the metric of head j of layer (of heads heads; one value per layer
-// has no head suffix).
-func bandwidthName(layer string, j, heads int) string {
-	if heads == 1 {
-		return train.BandwidthPrefix + layer
-	}
-	return fmt.Sprintf("%s%s.head%d", train.BandwidthPrefix, layer, j)
-}
-
-// quantiles returns the minimum, quartiles and maximum of vals (linear interpolation).
-func quantiles(vals []float64) []float64 {
-	s := append([]float64(nil), vals...)
-	sort.Float64s(s)
-	q := func(p float64) float64 {
-		if len(s) == 0 {
-			return math.NaN()
-		}
-		x := p * float64(len(s)-1)
-		i := int(x)
-		if i+1 >= len(s) {
-			return s[len(s)-1]
-		}
-		return s[i] + (x-float64(i))*(s[i+1]-s[i])
-	}
-	return []float64{q(0), q(0.25), q(0.5), q(0.75), q(1)}
-}
+// quantiles returns the minimum, quartiles and maximum of vals.
+func quantiles(vals []float64) []float64 { return train.BandwidthQuantiles(vals) }
 
 func (s *transformerSession) queryBandwidths(m *autodiff.Model, seed uint64) (map[string][][]float64, error) {
 	if s.cfg.Bandwidth != layers.BandwidthQuery && s.cfg.Bandwidth != layers.BandwidthKNN {

@@ -76,7 +76,8 @@
 // built with taps (autodiff.RunMode.Taps) it also shows its local-mean weights
 // (TapWeights, TapVisible) and its per-query bandwidths (TapBandwidth). A Width
 // passes a bandwidth to Scores: a constant, one node for all scores, or [N, Tq], one per
-// query.
+// query. For a LocalMean of one's own, outside attention, NewBandwidth makes a fixed or
+// learned (layer-mode) bandwidth whose Width goes into the graph.
 //
 // # Layers
 //

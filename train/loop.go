@@ -122,8 +122,9 @@ type Loop struct {
 	// ValPrefix: "loss" becomes "val_loss".
 	Eval func(ctx context.Context) (Metrics, error)
 	// Observe, if set, returns measurements of the model itself, such as its learned
-	// bandwidths ("bandwidth.blocks.0.attn.head1"), recorded with every evaluation under
-	// their own names: logged in MetricsFile and drawn in BandwidthPlotFile, not printed.
+	// bandwidths ("bandwidth.blocks.0.attn.head1", ObserveBandwidths), recorded with every
+	// evaluation under their own names: logged in MetricsFile and drawn in
+	// BandwidthPlotFile, not printed.
 	Observe func(ctx context.Context) (Metrics, error)
 
 	Steps int // total number of steps (> 0), counting those before a Resume

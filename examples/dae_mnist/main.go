@@ -8,15 +8,19 @@
 //   - the lazy DAE, the Gaussian local mean of the 60000 training images at σ, no training.
 //
 // For each it prints the clean-input and noisy-input test MSE over the test images and
-// the wall time, and writes a PNG grid of clean / noisy / denoised test digits.
+// the wall time, and writes a PNG grid of clean / noisy / denoised test digits. It exits
+// with status 1 unless every model's noisy-input MSE is below half that of predicting the
+// mean training image (which ignores the input).
 //
 //	go run ./examples/dae_mnist -out /tmp/dae
+//	go run ./examples/dae_mnist -train-n 16000 -test-n 200 -epochs 1 -batch 64 -lr 3e-3 -out /tmp/dae  # the test's short run
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
@@ -30,6 +34,28 @@ import (
 	"github.com/locusml/locus/train"
 )
 
+// options are the example's settings (its flags).
+type options struct {
+	models        []string
+	epochs, batch int
+	lr, sigma     float64
+	seed          uint64
+	trainN, testN int // images used (0: all)
+	lazyN         int // test images for the lazy DAE (0: testN)
+	outDir        string
+	grid          int
+	double        bool
+	stdout        io.Writer
+}
+
+// result is one model's test MSE against the clean images, for clean and noisy inputs.
+type result struct {
+	kind         string
+	testN        int
+	clean, noisy float64
+	wall         time.Duration
+}
+
 func main() {
 	var (
 		models    = flag.String("models", "dae,ldae,lazy", "comma-separated: dae (MLP), ldae (localized), lazy")
@@ -38,7 +64,9 @@ func main() {
 		lr        = flag.Float64("lr", 1e-3, "Adam learning rate")
 		sigma     = flag.Float64("sigma", 0.3, "Gaussian noise standard deviation (training and test)")
 		seed      = flag.Uint64("seed", 0, "seed of the parameters; data and noise use seed+1, test noise seed+2")
-		lazyN     = flag.Int("lazy-test", 0, "test images for the lazy DAE (0: all; the full 10000 take about 75 s on 2 cores)")
+		trainN    = flag.Int("train-n", 0, "training images used (0: all 60000)")
+		testN     = flag.Int("test-n", 0, "test images used (0: all 10000)")
+		lazyN     = flag.Int("lazy-test", 0, "test images for the lazy DAE (0: as -test-n; the full 10000 take about 75 s on 2 cores)")
 		mnistDir  = flag.String("mnist", "", "folder of the MNIST IDX files (default: the GoMNIST module cache)")
 		outDir    = flag.String("out", ".", "folder for the PNG grids")
 		gridCount = flag.Int("grid", 16, "test digits in each PNG grid")
@@ -58,15 +86,48 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+	baseline, results, err := run(data, options{
+		models: strings.Split(*models, ","), epochs: *epochs, batch: *batch, lr: *lr, sigma: *sigma, seed: *seed,
+		trainN: *trainN, testN: *testN, lazyN: *lazyN, outDir: *outDir, grid: *gridCount, double: *double, stdout: os.Stdout,
+	})
+	if err != nil {
 		log.Fatal(err)
 	}
-	test := data.Test.Pixels
-	fmt.Printf("MNIST: %d training, %d test images; noise gaussian sigma=%g\n", data.Train.N, data.Test.N, *sigma)
-	fmt.Printf("predict-the-training-mean MSE on the test set: %.6f\n\n", meanImageMSE(data))
+	fmt.Println("| model | test n | clean-input MSE | noisy-input MSE | wall s |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, r := range results {
+		fmt.Printf("| %-5s | %6d | %.6f | %.6f | %7.1f |\n", r.kind, r.testN, r.clean, r.noisy, r.wall.Seconds())
+	}
+	if err := check(baseline, results); err != nil {
+		log.Fatal(err)
+	}
+}
 
-	var rows []string
-	for _, kind := range strings.Split(*models, ",") {
+// check reports whether every model denoises: its noisy-input MSE must be below half
+// the MSE of predicting the mean training image, which ignores the input.
+func check(baseline float64, results []result) error {
+	for _, r := range results {
+		if !(r.noisy < baseline/2) {
+			return fmt.Errorf("%s: noisy-input MSE %.6f, want below %.6f (half the mean image's %.6f)", r.kind, r.noisy, baseline/2, baseline)
+		}
+	}
+	return nil
+}
+
+// run trains and evaluates the models of o on data, writing a PNG grid for each, and
+// returns the test MSE of predicting the mean training image and each model's result.
+func run(data *datasets.MNIST, o options) (float64, []result, error) {
+	data = &datasets.MNIST{Train: head(data.Train, o.trainN), Test: head(data.Test, o.testN)}
+	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
+		return 0, nil, err
+	}
+	test := data.Test.Pixels
+	baseline := meanImageMSE(data)
+	fmt.Fprintf(o.stdout, "MNIST: %d training, %d test images; noise gaussian sigma=%g\n", data.Train.N, data.Test.N, o.sigma)
+	fmt.Fprintf(o.stdout, "predict-the-training-mean MSE on the test set: %.6f\n\n", baseline)
+
+	var results []result
+	for _, kind := range o.models {
 		var d dae.Denoiser
 		start := time.Now()
 		testImgs := test
@@ -76,69 +137,74 @@ func main() {
 			if kind == "ldae" {
 				cfg = dae.DefaultLocalizedConfig()
 			}
-			cfg.Sigma = *sigma
+			cfg.Sigma = o.sigma
 			dtype := autodiff.Float32
-			if *double {
+			if o.double {
 				dtype = autodiff.Float64
 			}
-			ps, err := autodiff.NewParams(dtype, *seed)
+			ps, err := autodiff.NewParams(dtype, o.seed)
 			if err != nil {
-				log.Fatal(err)
+				return 0, nil, err
 			}
 			m, err := dae.New(cfg, ps)
 			if err != nil {
-				log.Fatal(err)
+				return 0, nil, err
 			}
-			fmt.Printf("== %s (%d parameters)\n", cfg, ps.NumElements())
-			c0, n0, err := dae.Evaluate(m, test, *sigma, *seed+2)
+			fmt.Fprintf(o.stdout, "== %s (%d parameters)\n", cfg, ps.NumElements())
+			c0, n0, err := dae.Evaluate(m, test, o.sigma, o.seed+2)
 			if err != nil {
-				log.Fatal(err)
+				return 0, nil, err
 			}
-			fmt.Printf("untrained: clean-input MSE %.6f, noisy-input MSE %.6f\n", c0, n0)
+			fmt.Fprintf(o.stdout, "untrained: clean-input MSE %.6f, noisy-input MSE %.6f\n", c0, n0)
 			start = time.Now()
-			if err := fit(m, data, *epochs, *batch, *lr, *seed+1); err != nil {
-				log.Fatal(err)
+			if err := fit(o.stdout, m, data, o.epochs, o.batch, o.lr, o.seed+1); err != nil {
+				return 0, nil, err
 			}
 			d = m
 		case "lazy":
-			l, err := dae.NewLazy(data.Train.Pixels, 784, *sigma)
+			l, err := dae.NewLazy(data.Train.Pixels, 784, o.sigma)
 			if err != nil {
-				log.Fatal(err)
+				return 0, nil, err
 			}
-			if *lazyN > 0 && *lazyN < data.Test.N {
-				testImgs = test[:*lazyN*784]
+			if o.lazyN > 0 && o.lazyN < data.Test.N {
+				testImgs = test[:o.lazyN*784]
 			}
-			fmt.Printf("== lazy DAE: Gaussian local mean of the %d training images at sigma=%g, on %d test images\n",
-				data.Train.N, *sigma, len(testImgs)/784)
+			fmt.Fprintf(o.stdout, "== lazy DAE: Gaussian local mean of the %d training images at sigma=%g, on %d test images\n",
+				data.Train.N, o.sigma, len(testImgs)/784)
 			d = l
 		default:
-			log.Fatalf("unknown model %q", kind)
+			return 0, nil, fmt.Errorf("unknown model %q (want dae, ldae or lazy)", kind)
 		}
-		cleanMSE, noisyMSE, err := dae.Evaluate(d, testImgs, *sigma, *seed+2)
+		cleanMSE, noisyMSE, err := dae.Evaluate(d, testImgs, o.sigma, o.seed+2)
 		if err != nil {
-			log.Fatal(err)
+			return 0, nil, err
 		}
 		wall := time.Since(start)
-		fmt.Printf("test (%d images): clean-input MSE %.6f, noisy-input MSE %.6f, wall %.1f s\n",
+		fmt.Fprintf(o.stdout, "test (%d images): clean-input MSE %.6f, noisy-input MSE %.6f, wall %.1f s\n",
 			len(testImgs)/784, cleanMSE, noisyMSE, wall.Seconds())
-		path := filepath.Join(*outDir, "dae_mnist_"+kind+".png")
-		if err := grid(d, test, *gridCount, *sigma, *seed+3, path); err != nil {
-			log.Fatal(err)
+		path := filepath.Join(o.outDir, "dae_mnist_"+kind+".png")
+		if err := grid(d, test, min(o.grid, data.Test.N), o.sigma, o.seed+3, path); err != nil {
+			return 0, nil, err
 		}
-		fmt.Printf("wrote %s\n\n", path)
-		rows = append(rows, fmt.Sprintf("| %-5s | %6d | %.6f | %.6f | %7.1f |", kind, len(testImgs)/784, cleanMSE, noisyMSE, wall.Seconds()))
+		fmt.Fprintf(o.stdout, "wrote %s\n\n", path)
+		results = append(results, result{kind, len(testImgs) / 784, cleanMSE, noisyMSE, wall})
 	}
-	fmt.Println("| model | test n | clean-input MSE | noisy-input MSE | wall s |")
-	fmt.Println("|---|---|---|---|---|")
-	for _, r := range rows {
-		fmt.Println(r)
+	return baseline, results, nil
+}
+
+// head returns the first n images of s (all of them when n is 0 or more than s has).
+func head(s *datasets.Images, n int) *datasets.Images {
+	if n <= 0 || n >= s.N {
+		return s
 	}
+	d := s.Rows * s.Cols
+	return &datasets.Images{Pixels: s.Pixels[:n*d], Labels: s.Labels[:n], N: n, Rows: s.Rows, Cols: s.Cols}
 }
 
 // fit trains m with train.Loop for the given epochs over the MNIST training images and
 // prints one line per epoch: the mean training loss over its steps, the time per step
 // and the wall time so far.
-func fit(m *dae.Model, data *datasets.MNIST, epochs, batch int, lr float64, seed uint64) error {
+func fit(w io.Writer, m *dae.Model, data *datasets.MNIST, epochs, batch int, lr float64, seed uint64) error {
 	d, err := dae.NewData(m, data.Train, batch, seed)
 	if err != nil {
 		return err
@@ -157,10 +223,10 @@ func fit(m *dae.Model, data *datasets.MNIST, epochs, batch int, lr float64, seed
 		}
 		h := loop.History()
 		r := h[len(h)-1].Metrics // this epoch's record: LogEvery is one epoch
-		fmt.Printf("epoch %d: mean train loss %.6f  (%d steps, %.2f ms per step, %.1f s)\n",
+		fmt.Fprintf(w, "epoch %d: mean train loss %.6f  (%d steps, %.2f ms per step, %.1f s)\n",
 			p.Step/perEpoch, r[train.MetricLoss], perEpoch, 1e3/r[train.MetricStepsPerS], p.Elapsed.Seconds())
 		if hs := m.Bandwidths(); hs != nil {
-			fmt.Printf("         bandwidths %s\n", formatBandwidths(hs))
+			fmt.Fprintf(w, "         bandwidths %s\n", formatBandwidths(hs))
 		}
 		return nil
 	}}}

@@ -5,13 +5,15 @@
 //	go run ./examples/methods_meanshift -in points.csv  # your own points
 //
 // It prints the cluster centres as CSV and, on stderr, the bandwidth used
-// and the size of each cluster.
+// and the size of each cluster. On the synthetic blobs it exits with status 1
+// unless it finds each blob's centre within 0.5 and no other cluster.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"math/rand/v2"
 	"os"
 
@@ -25,6 +27,7 @@ func main() {
 	quantile := flag.Float64("quantile", 0.2, "quantile for the bandwidth estimate")
 	kernel := flag.String("kernel", "flat", "flat, or a layers kernel name (gaussian, ...)")
 	flag.Parse()
+	log.SetFlags(0)
 
 	points, err := load(*in)
 	if err != nil {
@@ -48,13 +51,38 @@ func main() {
 	if err := methods.WriteCSV(os.Stdout, nil, res.Centers); err != nil {
 		log.Fatal(err)
 	}
+	if *in == "" {
+		if err := checkBlobs(res.Centers, 0.5); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+// blobCenters are the centres of the synthetic blobs.
+var blobCenters = [][2]float64{{0, 0}, {5, 5}, {-4, 6}}
+
+// checkBlobs reports whether centers are the blobs' centres, each within tol.
+func checkBlobs(centers [][]float64, tol float64) error {
+	if len(centers) != len(blobCenters) {
+		return fmt.Errorf("found %d clusters, want the %d blobs", len(centers), len(blobCenters))
+	}
+	for _, b := range blobCenters {
+		best := math.Inf(1)
+		for _, c := range centers {
+			best = min(best, math.Hypot(c[0]-b[0], c[1]-b[1]))
+		}
+		if best > tol {
+			return fmt.Errorf("no cluster centre within %g of the blob at %v (nearest %.3g away)", tol, b, best)
+		}
+	}
+	return nil
 }
 
 func load(path string) ([][]float64, error) {
 	if path == "" {
 		rng := rand.New(rand.NewPCG(1, 2))
 		var pts [][]float64
-		for _, c := range [][2]float64{{0, 0}, {5, 5}, {-4, 6}} {
+		for _, c := range blobCenters {
 			for i := 0; i < 50; i++ {
 				pts = append(pts, []float64{c[0] + 0.6*rng.NormFloat64(), c[1] + 0.6*rng.NormFloat64()})
 			}
