@@ -46,7 +46,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	met, err := ld.sess.Metrics(ctx, ld.run, *n, *seed)
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s: evaluation interrupted", ld.ck.Dir)
+		return fmt.Errorf("%s: evaluation %w", ld.ck.Dir, errInterrupted)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", ld.ck.Dir, err)
@@ -301,7 +301,7 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	gen, err := dec.GenerateContext(ctx, nil, ids, *n, smp, -1, rand.New(rand.NewPCG(*seed, 0)))
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s: sampling interrupted", ld.ck.Dir)
+		return fmt.Errorf("%s: sampling %w", ld.ck.Dir, errInterrupted)
 	}
 	if err != nil {
 		return err

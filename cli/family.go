@@ -44,8 +44,9 @@ type Family interface {
 // Session is a model with its data, rebuilt from flags or from a checkpoint.
 //
 // A session may also have the methods that some commands need, found by a type
-// assertion: `AttentionWeights` (see AttentionSession) for inspect -attention and the
-// report's attention pictures, and `Sample` (see Sampler) for locus sample.
+// assertion: those of KernelSession for inspect -kernels and the report's kernel
+// pictures, and AttentionSession's for inspect -attention and the report's attention
+// pictures. locus sample is for the Transformer's character LMs only.
 type Session interface {
 	// Describe returns one line for the start of training and for eval.
 	Describe() string

@@ -61,7 +61,7 @@ func TestCtrlCStopsEvaluation(t *testing.T) {
 	err := cmd.Wait()
 	took := time.Since(t0)
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), "evaluation interrupted") {
+	if !errors.As(err, &exit) || exit.ExitCode() != 130 || !strings.Contains(out.String(), "evaluation interrupted") {
 		t.Fatalf("eval after SIGINT: %v\n%s", err, out)
 	}
 	if took > 2*time.Second {

@@ -3,12 +3,12 @@
 // family "kattn" (one kernel-attention layer and a linear read-out), both registered by
 // package localmax. Every locus command works on them:
 //
-//	go build -o localmax .
-//	./localmax train -model kattn -task localmax -steps 300 -out runs/lm
-//	./localmax eval -ckpt runs/lm
-//	./localmax inspect -ckpt runs/lm -attention -kernels -bandwidths -out pics
-//	./localmax report -ckpt runs/lm -out report.html
-//	./localmax export -ckpt runs/lm -format onnx -out lm.onnx
+//	go build -o mylocus .
+//	./mylocus train -model kattn -task localmax -bandwidth head -steps 300 -out runs/lm
+//	./mylocus eval -ckpt runs/lm
+//	./mylocus inspect -ckpt runs/lm -attention -kernels -bandwidths -out pics
+//	./mylocus report -ckpt runs/lm -out report.html
+//	./mylocus export -ckpt runs/lm -format onnx -out lm.onnx
 //
 // The built-in tasks and families (the Transformer, the DAEs) are there too.
 package main
