@@ -12,7 +12,22 @@ import (
 
 // PairKernel is a content kernel whose log-score depends on a query q and a key k only
 // through their dot product q·k and squared distance ‖q − k‖², at a bandwidth h > 0:
-// the form TiledLocalMean evaluates tile by tile. Every kernel of THEORY.md §1 has it.
+// the form TiledLocalMean evaluates tile by tile and KernelAttention block by block, a
+// kernel's fast path. Every kernel of THEORY.md §1 has it (package layers keeps each
+// kernel's on an unexported type, beside its Scores).
+//
+// PairKernel is the whole contract; the fused ops find these optional forms of it by
+// type assertion, each a cheaper way to the same weights and gradients except
+// ParamPairKernel, which adds parameters:
+//
+//	ParamPairKernel       parameters θ of its own (a mixture's logits)
+//	DirectPairKernel      the values K = exp(score) directly, where they cost less
+//	PairKernel32          float32 rows, in place, for a kernel that reads one term
+//	LinearPairKernel32    a score c(h)·x, whose factor the vector loops fold in
+//	DirectPairKernel32    DirectPairKernel's values in float32
+//	RationalPairKernel32  a value 1/(1 + x/a(h)) (Cauchy's)
+//	DistancePairKernel32  float32 rows of the distance ‖q − k‖ instead of its square
+//	MixturePairKernel32   a mixture whose components have float32 rows
 type PairKernel interface {
 	// Name identifies the kernel (its spec).
 	Name() string

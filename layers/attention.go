@@ -99,11 +99,8 @@ func (a *KernelAttention) tiles(g *autodiff.Graph, tk int) bool {
 
 // pairKernel returns the content kernel as the tiled local mean evaluates it, if it can.
 func (a *KernelAttention) pairKernel() (autodiff.PairKernel, bool) {
-	pk, ok := contentOf(a.Kernel).(autodiff.PairKernel)
-	if !ok {
-		return nil, false
-	}
-	if f, ok := pk.(interface{ pairForm() bool }); ok && !f.pairForm() {
+	pk := pairOf(contentOf(a.Kernel))
+	if pk == nil {
 		return nil, false
 	}
 	for _, f := range positionFactors(a.Kernel) {

@@ -41,11 +41,21 @@ func (Cauchy) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return g.Unary("Neg", g.Unary("Log", g.AddConst(h.divide(g, onnxSqDist(g, q, k), 2), 1)))
 }
 
+// pairKernel returns the kernel's fast path (autodiff.PairKernel, see pairOf).
+func (k Cauchy) pairKernel() autodiff.PairKernel { return cauchyPair(k) }
+
+// cauchyPair is Cauchy's fast path: its scores and gradients from the pair terms, in
+// float64 rows and float32 ones.
+type cauchyPair Cauchy
+
+// Name returns Cauchy's spec.
+func (k cauchyPair) Name() string { return Cauchy(k).Name() }
+
 // PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
-func (Cauchy) PairTerms() (dot, dist bool) { return false, true }
+func (cauchyPair) PairTerms() (dot, dist bool) { return false, true }
 
 // PairScores sets s = −log(1 + ‖q − k‖² / h²).
-func (Cauchy) PairScores(s, _, d2 []float64, h float64) {
+func (cauchyPair) PairScores(s, _, d2 []float64, h float64) {
 	c := 1 / (h * h) // a product per pair is faster than a quotient
 	for j, x := range d2 {
 		s[j] = -math.Log1p(x * c)
@@ -54,7 +64,7 @@ func (Cauchy) PairScores(s, _, d2 []float64, h float64) {
 
 // PairValues sets k = 1 / (1 + ‖q − k‖² / h²) (autodiff.DirectPairKernel: the fused op
 // weighs pairs without a log per pair).
-func (Cauchy) PairValues(k, _, d2 []float64, h float64) {
+func (cauchyPair) PairValues(k, _, d2 []float64, h float64) {
 	c := 1 / (h * h)
 	for j, x := range d2 {
 		k[j] = 1 / (1 + x*c)
@@ -62,7 +72,7 @@ func (Cauchy) PairValues(k, _, d2 []float64, h float64) {
 }
 
 // PairGrads returns the gradients of −log(1 + ‖q − k‖² / h²).
-func (Cauchy) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+func (cauchyPair) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64
 	for j, g := range gs {
 		den := h*h + d2[j]
@@ -74,7 +84,7 @@ func (Cauchy) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float6
 
 // PairScores32 sets s = −log(1 + ‖q − k‖² / h²) from the terms x (autodiff.PairKernel32; s
 // may be x).
-func (Cauchy) PairScores32(s, x []float32, h float32) {
+func (cauchyPair) PairScores32(s, x []float32, h float32) {
 	s = s[:len(x)]
 	c := 1 / (float64(h) * float64(h))
 	for j, v := range x {
@@ -84,12 +94,12 @@ func (Cauchy) PairScores32(s, x []float32, h float32) {
 
 // PairValues32 sets k = 1 / (1 + ‖q − k‖² / h²) from the terms x
 // (autodiff.DirectPairKernel32; k may be x).
-func (Cauchy) PairValues32(k, x []float32, h float32) {
+func (cauchyPair) PairValues32(k, x []float32, h float32) {
 	autodiff.Recip1p32(k[:len(x)], x, 1/(h*h))
 }
 
 // PairGrads32 is PairGrads in float32, in place.
-func (c Cauchy) PairGrads32(g, x []float32, h float32) float64 {
+func (c cauchyPair) PairGrads32(g, x []float32, h float32) float64 {
 	a, dlog := c.PairRatio32(h)
 	return autodiff.RatioGrad32(g, x, a) * dlog
 }
@@ -97,4 +107,4 @@ func (c Cauchy) PairGrads32(g, x []float32, h float32) float64 {
 // PairRatio32 returns a = h² and a′/a = 2/h (autodiff.RationalPairKernel32: its values are
 // 1/(1 + x/a), and KernelAttention's fused mixture loops form them beside a linear
 // kernel's).
-func (Cauchy) PairRatio32(h float32) (a float32, dlog float64) { return h * h, 2 / float64(h) }
+func (cauchyPair) PairRatio32(h float32) (a float32, dlog float64) { return h * h, 2 / float64(h) }

@@ -2,6 +2,35 @@
 // localization kernels, bandwidths, the local mean, kernel attention, and the standard
 // layers a Transformer is made of.
 //
+// The concepts, and the type to reach for with each:
+//
+//   - A kernel K(q, k) weighs a key k for a query q by their features, a position kernel
+//     K(t, s) by their positions (a causal or window box, a distance penalty, a learned
+//     relative bias), and a Product multiplies one of each. A kernel is a value
+//     (Gaussian{}, a Product) or its spec in the spec language below, the text that
+//     ParseKernel reads ("gaussian * window(16)") and KernelSpec carries in configs,
+//     flags, JSON and checkpoints.
+//   - A bandwidth h > 0 is a kernel's reach: fixed, learned per layer, head or query, or
+//     the distance to the K-th nearest key. BandwidthConfig (AttentionConfig.Bandwidth)
+//     chooses it for KernelAttention; a Width (Fixed, KNNWidth) passes one to LocalMean.
+//   - The local mean m_t = Σ_s K(q_t, k_s) v_s / Σ_s K(q_t, k_s) (THEORY.md §2) averages
+//     the values v under a kernel: LocalMean, for queries, keys and values a caller
+//     already has.
+//   - Kernel attention (THEORY.md §5) is multi-head attention as a local mean of learned
+//     projections, standard attention under the exponential kernel at h = √d_head:
+//     KernelAttention (NewKernelAttention, AttentionConfig), the layer a model attends
+//     with; Block (NewBlock) adds norms and a FeedForward, a Transformer block.
+//   - The standard layers, with PyTorch's parameter names: Linear, Embedding,
+//     LearnedPositions, LayerNorm, RMSNorm, FeedForward; AddSinusoidal and ApplyRotary add
+//     positions without parameters.
+//
+// A content kernel's methods are the ones a caller uses: Name (its spec), LogK on plain
+// vectors, Scores in a graph, ONNXScores for export, MarshalText and UnmarshalText, and
+// Bind where it is Learnable. Its fast path, the form in which autodiff's fused ops
+// evaluate it pair by pair, is one interface, autodiff.PairKernel (its optional forms
+// listed there): the kernels of this package keep theirs on unexported types, and a
+// kernel of another package joins the fused ops by implementing it.
+//
 // # Kernels
 //
 // A kernel is a small value type. Evaluated in the log domain, it returns the score
@@ -56,7 +85,7 @@
 //
 // Parse errors give the column and list the valid names. Each form is registered by the
 // file that defines its kernel (RegisterKernel), so a new kernel is one file: its type,
-// LogK, Scores and form.
+// LogK, Scores and form (and, for the fused ops, its autodiff.PairKernel).
 //
 // # Bandwidths
 //
@@ -120,8 +149,8 @@
 //
 // # Fused kernel attention and long sequences
 //
-// A content kernel scores pairs from q·k and ‖q − k‖² (each kernel's PairTerms, PairScores
-// and PairGrads, in its own file), and position kernels give a table over relative
+// A content kernel scores pairs from q·k and ‖q − k‖² (its fast path, an
+// autodiff.PairKernel in its own file), and position kernels give a table over relative
 // positions (RelativePositionKernel). Every kernel of that form (alone or times position
 // kernels), at every bandwidth mode, runs on autodiff's fused ops: KernelAttention, which
 // evaluates the scores inside Attention's block loop and keeps the weights, and from

@@ -49,11 +49,21 @@ func (Epanechnikov) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return onnxLogPositive(g, g.AddConst(g.Unary("Neg", h.divide(g, onnxSqDist(g, q, k), 2)), 1))
 }
 
+// pairKernel returns the kernel's fast path (autodiff.PairKernel, see pairOf).
+func (k Epanechnikov) pairKernel() autodiff.PairKernel { return epanechnikovPair(k) }
+
+// epanechnikovPair is Epanechnikov's fast path: its scores and gradients from the pair terms, in
+// float64 rows and float32 ones.
+type epanechnikovPair Epanechnikov
+
+// Name returns Epanechnikov's spec.
+func (k epanechnikovPair) Name() string { return Epanechnikov(k).Name() }
+
 // PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
-func (Epanechnikov) PairTerms() (dot, dist bool) { return false, true }
+func (epanechnikovPair) PairTerms() (dot, dist bool) { return false, true }
 
 // PairScores sets s = log(1 − ‖q − k‖² / h²), −Inf outside the support.
-func (Epanechnikov) PairScores(s, _, d2 []float64, h float64) {
+func (epanechnikovPair) PairScores(s, _, d2 []float64, h float64) {
 	c := 1 / (h * h) // a product per pair is faster than a quotient
 	for j, x := range d2 {
 		u := x * c
@@ -67,7 +77,7 @@ func (Epanechnikov) PairScores(s, _, d2 []float64, h float64) {
 
 // PairValues sets k = max(0, 1 − ‖q − k‖² / h²) (autodiff.DirectPairKernel: the fused
 // op weighs pairs without a log per pair).
-func (Epanechnikov) PairValues(k, _, d2 []float64, h float64) {
+func (epanechnikovPair) PairValues(k, _, d2 []float64, h float64) {
 	c := 1 / (h * h)
 	for j, x := range d2 {
 		k[j] = max(1-x*c, 0)
@@ -75,7 +85,7 @@ func (Epanechnikov) PairValues(k, _, d2 []float64, h float64) {
 }
 
 // PairGrads returns the gradients of log(1 − ‖q − k‖² / h²), zero outside the support.
-func (Epanechnikov) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+func (epanechnikovPair) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64
 	for j, g := range gs {
 		den := h*h - d2[j]
@@ -90,7 +100,7 @@ func (Epanechnikov) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) 
 
 // PairScores32 sets s = log(1 − ‖q − k‖² / h²), −Inf outside the support, from the
 // terms x (autodiff.PairKernel32; s may be x).
-func (Epanechnikov) PairScores32(s, x []float32, h float32) {
+func (epanechnikovPair) PairScores32(s, x []float32, h float32) {
 	s = s[:len(x)]
 	c := 1 / (float64(h) * float64(h))
 	for j, v := range x {
@@ -105,7 +115,7 @@ func (Epanechnikov) PairScores32(s, x []float32, h float32) {
 
 // PairValues32 sets k = max(0, 1 − ‖q − k‖² / h²) from the terms x
 // (autodiff.DirectPairKernel32; k may be x).
-func (Epanechnikov) PairValues32(k, x []float32, h float32) {
+func (epanechnikovPair) PairValues32(k, x []float32, h float32) {
 	k = k[:len(x)]
 	c := 1 / (h * h)
 	for j, v := range x {
@@ -115,6 +125,6 @@ func (Epanechnikov) PairValues32(k, x []float32, h float32) {
 
 // PairGrads32 is PairGrads in float32, in place: zero outside the support (the products
 // summed in eight float32 lanes, package compact's loop).
-func (Epanechnikov) PairGrads32(g, x []float32, h float32) float64 {
+func (epanechnikovPair) PairGrads32(g, x []float32, h float32) float64 {
 	return 2 * float64(compact.EpanechnikovGrads(g, x, h*h)) / float64(h)
 }

@@ -45,11 +45,21 @@ func (Exponential) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return h.divide(g, g.MatMul(q, g.Transpose(k, 0, 1, 3, 2)), 1)
 }
 
+// pairKernel returns the kernel's fast path (autodiff.PairKernel, see pairOf).
+func (k Exponential) pairKernel() autodiff.PairKernel { return exponentialPair(k) }
+
+// exponentialPair is Exponential's fast path: its scores and gradients from the pair terms, in
+// float64 rows and float32 ones.
+type exponentialPair Exponential
+
+// Name returns Exponential's spec.
+func (k exponentialPair) Name() string { return Exponential(k).Name() }
+
 // PairTerms reads the dot product (autodiff.PairKernel, for the tiled local mean).
-func (Exponential) PairTerms() (dot, dist bool) { return true, false }
+func (exponentialPair) PairTerms() (dot, dist bool) { return true, false }
 
 // PairScores sets s = q·k / h.
-func (Exponential) PairScores(s, dot, _ []float64, h float64) {
+func (exponentialPair) PairScores(s, dot, _ []float64, h float64) {
 	c := 1 / h // as Scores scales, and a product is faster than a quotient
 	for j, x := range dot {
 		s[j] = x * c
@@ -57,7 +67,7 @@ func (Exponential) PairScores(s, dot, _ []float64, h float64) {
 }
 
 // PairGrads returns the gradients of q·k / h.
-func (Exponential) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64) float64 {
+func (exponentialPair) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64) float64 {
 	var gh float64
 	c := 1 / h
 	for j, g := range gs {
@@ -69,16 +79,16 @@ func (Exponential) PairGrads(gs, dot, _ []float64, h float64, gdot, _ []float64)
 
 // PairFactor32 returns 1/h, the factor of the dot product in the log-score, and its
 // derivative −1/h² (autodiff.LinearPairKernel32).
-func (Exponential) PairFactor32(h float32) (float32, float64) { return 1 / h, -1 / float64(h*h) }
+func (exponentialPair) PairFactor32(h float32) (float32, float64) { return 1 / h, -1 / float64(h*h) }
 
 // PairScores32 sets s = q·k / h from the terms x (autodiff.PairKernel32; s may be x).
-func (Exponential) PairScores32(s, x []float32, h float32) {
-	c, _ := Exponential{}.PairFactor32(h)
+func (exponentialPair) PairScores32(s, x []float32, h float32) {
+	c, _ := exponentialPair{}.PairFactor32(h)
 	autodiff.Scale32(s[:len(x)], x, c)
 }
 
 // PairGrads32 is PairGrads in float32, in place.
-func (Exponential) PairGrads32(g, x []float32, h float32) float64 {
-	c, dc := Exponential{}.PairFactor32(h)
+func (exponentialPair) PairGrads32(g, x []float32, h float32) float64 {
+	c, dc := exponentialPair{}.PairFactor32(h)
 	return autodiff.ScaleDot32(g, x, c) * dc
 }

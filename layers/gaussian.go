@@ -39,11 +39,21 @@ func (Gaussian) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return h.divide(g, g.Scale(onnxSqDist(g, q, k), -0.5), 2)
 }
 
+// pairKernel returns the kernel's fast path (autodiff.PairKernel, see pairOf).
+func (k Gaussian) pairKernel() autodiff.PairKernel { return gaussianPair(k) }
+
+// gaussianPair is Gaussian's fast path: its scores and gradients from the pair terms, in
+// float64 rows and float32 ones.
+type gaussianPair Gaussian
+
+// Name returns Gaussian's spec.
+func (k gaussianPair) Name() string { return Gaussian(k).Name() }
+
 // PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
-func (Gaussian) PairTerms() (dot, dist bool) { return false, true }
+func (gaussianPair) PairTerms() (dot, dist bool) { return false, true }
 
 // PairScores sets s = −‖q − k‖² / (2h²).
-func (Gaussian) PairScores(s, _, d2 []float64, h float64) {
+func (gaussianPair) PairScores(s, _, d2 []float64, h float64) {
 	c := -1 / (2 * h * h)
 	for j, x := range d2 {
 		s[j] = c * x
@@ -51,7 +61,7 @@ func (Gaussian) PairScores(s, _, d2 []float64, h float64) {
 }
 
 // PairGrads returns the gradients of −‖q − k‖² / (2h²).
-func (Gaussian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+func (gaussianPair) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	c := -1 / (2 * h * h)
 	var gh float64
 	for j, g := range gs {
@@ -63,19 +73,19 @@ func (Gaussian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) floa
 
 // PairFactor32 returns −1/(2h²), the factor of the squared distance in the log-score,
 // and its derivative 1/h³ (autodiff.LinearPairKernel32).
-func (Gaussian) PairFactor32(h float32) (float32, float64) {
+func (gaussianPair) PairFactor32(h float32) (float32, float64) {
 	return -1 / (2 * h * h), 1 / float64(h*h*h)
 }
 
 // PairScores32 sets s = −‖q − k‖² / (2h²) from the terms x (autodiff.PairKernel32; s may
 // be x).
-func (Gaussian) PairScores32(s, x []float32, h float32) {
-	c, _ := Gaussian{}.PairFactor32(h)
+func (gaussianPair) PairScores32(s, x []float32, h float32) {
+	c, _ := gaussianPair{}.PairFactor32(h)
 	autodiff.Scale32(s[:len(x)], x, c)
 }
 
 // PairGrads32 is PairGrads in float32, in place.
-func (Gaussian) PairGrads32(g, x []float32, h float32) float64 {
-	c, dc := Gaussian{}.PairFactor32(h)
+func (gaussianPair) PairGrads32(g, x []float32, h float32) float64 {
+	c, dc := gaussianPair{}.PairFactor32(h)
 	return autodiff.ScaleDot32(g, x, c) * dc
 }

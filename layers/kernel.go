@@ -28,6 +28,19 @@ type ContentKernel interface {
 	Scores(g *autodiff.Graph, q, k *autodiff.Node, h Width) *autodiff.Node
 }
 
+// pairOf returns the fast path of a content kernel, the form in which autodiff's fused
+// and tiled local means evaluate it pair by pair (autodiff.PairKernel and the optional
+// interfaces it lists), or nil where it has none. The kernels of this package keep theirs
+// off their exported method sets (an unexported pairKernel method returns it); a kernel
+// of another package gets the fused ops by implementing autodiff.PairKernel itself.
+func pairOf(k ContentKernel) autodiff.PairKernel {
+	if p, ok := k.(interface{ pairKernel() autodiff.PairKernel }); ok {
+		return p.pairKernel()
+	}
+	pk, _ := k.(autodiff.PairKernel)
+	return pk
+}
+
 // contentForm registers a content kernel without arguments.
 func contentForm(k ContentKernel, doc string) KernelForm {
 	return KernelForm{Name: k.Name(), Doc: doc, Parse: func([]SpecArg) (Term, error) { return k, nil }}

@@ -41,11 +41,21 @@ func (Laplacian) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return h.divide(g, g.Unary("Neg", onnxDist(g, q, k)), 1)
 }
 
+// pairKernel returns the kernel's fast path (autodiff.PairKernel, see pairOf).
+func (k Laplacian) pairKernel() autodiff.PairKernel { return laplacianPair(k) }
+
+// laplacianPair is Laplacian's fast path: its scores and gradients from the pair terms, in
+// float64 rows and float32 ones.
+type laplacianPair Laplacian
+
+// Name returns Laplacian's spec.
+func (k laplacianPair) Name() string { return Laplacian(k).Name() }
+
 // PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
-func (Laplacian) PairTerms() (dot, dist bool) { return false, true }
+func (laplacianPair) PairTerms() (dot, dist bool) { return false, true }
 
 // PairScores sets s = −‖q − k‖ / h.
-func (Laplacian) PairScores(s, _, d2 []float64, h float64) {
+func (laplacianPair) PairScores(s, _, d2 []float64, h float64) {
 	c := -1 / h // a product per pair is faster than a quotient
 	for j, x := range d2 {
 		s[j] = c * math.Sqrt(x)
@@ -53,7 +63,7 @@ func (Laplacian) PairScores(s, _, d2 []float64, h float64) {
 }
 
 // PairGrads returns the gradients of −‖q − k‖ / h, with the zero subgradient at q = k.
-func (Laplacian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+func (laplacianPair) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64
 	c := -0.5 / h // one quotient per pair instead of two
 	for j, g := range gs {
@@ -72,20 +82,20 @@ func (Laplacian) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) flo
 
 // PairDistance32 marks the float32 rows as reading the distance ‖q − k‖
 // (autodiff.DistancePairKernel32).
-func (Laplacian) PairDistance32() {}
+func (laplacianPair) PairDistance32() {}
 
 // PairFactor32 returns −1/h, the factor of the distance in the log-score, and its
 // derivative 1/h² (autodiff.LinearPairKernel32).
-func (Laplacian) PairFactor32(h float32) (float32, float64) { return -1 / h, 1 / float64(h*h) }
+func (laplacianPair) PairFactor32(h float32) (float32, float64) { return -1 / h, 1 / float64(h*h) }
 
 // PairScores32 sets s = −r / h from the distances r (autodiff.PairKernel32; s may be r).
-func (Laplacian) PairScores32(s, r []float32, h float32) {
-	c, _ := Laplacian{}.PairFactor32(h)
+func (laplacianPair) PairScores32(s, r []float32, h float32) {
+	c, _ := laplacianPair{}.PairFactor32(h)
 	autodiff.Scale32(s[:len(r)], r, c)
 }
 
 // PairGrads32 sets g = g·∂s/∂r = −g / h and returns Σ g·∂s/∂h = Σ g·r / h².
-func (Laplacian) PairGrads32(g, r []float32, h float32) float64 {
-	c, dc := Laplacian{}.PairFactor32(h)
+func (laplacianPair) PairGrads32(g, r []float32, h float32) float64 {
+	c, dc := laplacianPair{}.PairFactor32(h)
 	return autodiff.ScaleDot32(g, r, c) * dc
 }

@@ -33,9 +33,9 @@ func init() {
 // logits a as `<scope>.logits` [L] (init 0: equal weights), shared by all heads. The
 // scores are combined by a stable log-sum-exp, so a compact component's −Inf only
 // removes that component's mass. A mixture of kernels that autodiff evaluates pair by
-// pair (autodiff.PairKernel, no parameters of their own) is an autodiff.ParamPairKernel
-// whose parameters are the logits, so that KernelAttention runs it on the fused and
-// tiled local means.
+// pair (autodiff.PairKernel, no parameters of their own) has a fast path of that form
+// too, an autodiff.ParamPairKernel whose parameters are the logits, so that
+// KernelAttention runs it on the fused and tiled local means.
 type Mixture struct {
 	Kernels []ContentKernel
 	logits  *autodiff.Param
@@ -136,8 +136,8 @@ func (m Mixture) Bind(s autodiff.Scope, heads int) (ContentKernel, error) {
 func pairComponents(ks []ContentKernel) []autodiff.PairKernel {
 	pairs := make([]autodiff.PairKernel, len(ks))
 	for i, k := range ks {
-		pk, ok := k.(autodiff.PairKernel)
-		if _, param := k.(autodiff.ParamPairKernel); !ok || param {
+		pk := pairOf(k)
+		if _, param := pk.(autodiff.ParamPairKernel); pk == nil || param {
 			return nil
 		}
 		pairs[i] = pk
@@ -145,13 +145,26 @@ func pairComponents(ks []ContentKernel) []autodiff.PairKernel {
 	return pairs
 }
 
-// pairForm reports whether the fused and tiled local means evaluate the mixture: it is
-// bound and every component is a pair kernel without parameters of its own.
-func (m Mixture) pairForm() bool { return m.logits != nil && m.pairs != nil }
+// pairKernel returns the mixture's fast path (autodiff.ParamPairKernel, see pairOf), or
+// nil unless the fused and tiled local means evaluate it: it is bound and every
+// component is a pair kernel without parameters of its own.
+func (m Mixture) pairKernel() autodiff.PairKernel {
+	if m.logits == nil || m.pairs == nil {
+		return nil
+	}
+	return mixturePair(m)
+}
+
+// mixturePair is Mixture's fast path: an autodiff.ParamPairKernel whose parameters are
+// the logits, its pair rows formed from the components' (autodiff.MixturePairKernel32).
+type mixturePair Mixture
+
+// Name returns the mixture's spec.
+func (m mixturePair) Name() string { return Mixture(m).Name() }
 
 // pairParams returns the node of the logits, the parameters that the fused and tiled
 // local means take with the kernel (autodiff.TiledOptions.KernelParams).
-func (m Mixture) pairParams(g *autodiff.Graph) *autodiff.Node {
+func (m mixturePair) pairParams(g *autodiff.Graph) *autodiff.Node {
 	if m.logits == nil {
 		return g.Fail(fmt.Errorf("kernel %s: not bound to parameters (use it inside KernelAttention or call Bind)", m.Name()))
 	}
@@ -159,7 +172,7 @@ func (m Mixture) pairParams(g *autodiff.Graph) *autodiff.Node {
 }
 
 // components returns the components as pair kernels, nil if one is not.
-func (m Mixture) components() []autodiff.PairKernel {
+func (m mixturePair) components() []autodiff.PairKernel {
 	if m.pairs != nil {
 		return m.pairs
 	}
@@ -167,7 +180,7 @@ func (m Mixture) components() []autodiff.PairKernel {
 }
 
 // PairTerms reads the terms that any component reads (autodiff.PairKernel).
-func (m Mixture) PairTerms() (dot, dist bool) {
+func (m mixturePair) PairTerms() (dot, dist bool) {
 	for _, c := range m.components() {
 		d, s := c.PairTerms()
 		dot, dist = dot || d, dist || s
@@ -177,7 +190,7 @@ func (m Mixture) PairTerms() (dot, dist bool) {
 
 // PairComponents32 returns the components' float32 rows, nil when one has none
 // (autodiff.MixturePairKernel32).
-func (m Mixture) PairComponents32() []autodiff.PairKernel32 {
+func (m mixturePair) PairComponents32() []autodiff.PairKernel32 {
 	comps := m.components()
 	if comps == nil {
 		return nil
@@ -194,10 +207,10 @@ func (m Mixture) PairComponents32() []autodiff.PairKernel32 {
 }
 
 // PairParamCount returns the number of logits (autodiff.ParamPairKernel).
-func (m Mixture) PairParamCount() int { return len(m.Kernels) }
+func (m mixturePair) PairParamCount() int { return len(m.Kernels) }
 
 // currentLogits returns the logits' current values (0 before Bind).
-func (m Mixture) currentLogits() []float64 {
+func (m mixturePair) currentLogits() []float64 {
 	a := make([]float64, len(m.Kernels))
 	if m.logits != nil {
 		for i := range a {
@@ -208,12 +221,12 @@ func (m Mixture) currentLogits() []float64 {
 }
 
 // PairScores is PairScoresAt with the current logits.
-func (m Mixture) PairScores(s, dot, d2 []float64, h float64) {
+func (m mixturePair) PairScores(s, dot, d2 []float64, h float64) {
 	m.PairScoresAt(m.currentLogits(), s, dot, d2, h)
 }
 
 // PairGrads is PairGradsAt with the current logits, without their gradient.
-func (m Mixture) PairGrads(gs, dot, d2 []float64, h float64, gdot, gd2 []float64) float64 {
+func (m mixturePair) PairGrads(gs, dot, d2 []float64, h float64, gdot, gd2 []float64) float64 {
 	return m.PairGradsAt(m.currentLogits(), gs, dot, d2, h, gdot, gd2, nil)
 }
 
@@ -231,9 +244,9 @@ func mixtureBuffer(n int) *[]float64 {
 
 // mixtureTerms sets logw to log softmax(a), comp[l·n:(l+1)·n] to component l's scores
 // and tot to their log-sum-exp log Σ_l w_l K_l per pair: −Inf where every component is,
-// NaN where one is NaN. A pair kernel that is not one (unreachable through
-// KernelAttention, which checks pairForm) gives NaN.
-func (m Mixture) mixtureTerms(a, logw, comp, tot, dot, d2 []float64, h float64) {
+// NaN where one is NaN. A component that is not a pair kernel gives NaN (unreachable:
+// Mixture.pairKernel gives a fast path only when every component has one).
+func (m mixturePair) mixtureTerms(a, logw, comp, tot, dot, d2 []float64, h float64) {
 	n := len(tot)
 	mx := math.Inf(-1)
 	for _, x := range a {
@@ -277,7 +290,7 @@ func (m Mixture) mixtureTerms(a, logw, comp, tot, dot, d2 []float64, h float64) 
 // PairScoresAt sets s[j] = log Σ_l softmax(a)_l K_l of pair j, by a stable log-sum-exp
 // of the components' scores: a compact component's −Inf removes only its mass, and a
 // pair outside every component's support is −Inf (autodiff.ParamPairKernel).
-func (m Mixture) PairScoresAt(a, s, dot, d2 []float64, h float64) {
+func (m mixturePair) PairScoresAt(a, s, dot, d2 []float64, h float64) {
 	n, nl := len(s), len(m.Kernels)
 	b := mixtureBuffer(nl + nl*n)
 	m.mixtureTerms(a, (*b)[:nl], (*b)[nl:], s, dot, d2, h)
@@ -289,7 +302,7 @@ func (m Mixture) PairScoresAt(a, s, dot, d2 []float64, h float64) {
 // ∂s/∂h are Σ_l r_l times the component's, and adds Σ_j gs[j]·(r_l − w_l), the gradient
 // of the logit a_l, into ga[l] when ga is not nil (autodiff.ParamPairKernel). A pair with
 // gs[j] = 0 (of weight 0, outside every support) contributes nothing.
-func (m Mixture) PairGradsAt(a, gs, dot, d2 []float64, h float64, gdot, gd2, ga []float64) float64 {
+func (m mixturePair) PairGradsAt(a, gs, dot, d2 []float64, h float64, gdot, gd2, ga []float64) float64 {
 	n, nl := len(gs), len(m.Kernels)
 	b := mixtureBuffer(nl + nl*n + 4*n)
 	buf := *b

@@ -80,20 +80,30 @@ func (Uniform) Scores(g *autodiff.Graph, q, k *autodiff.Node, _ Width) *autodiff
 	return g.Scale(g.BatchedMatMul(q, k, false, true), 0)
 }
 
+// pairKernel returns the kernel's fast path (autodiff.PairKernel, see pairOf).
+func (k Uniform) pairKernel() autodiff.PairKernel { return uniformPair(k) }
+
+// uniformPair is Uniform's fast path: its scores and gradients from the pair terms, in
+// float64 rows and float32 ones.
+type uniformPair Uniform
+
+// Name returns Uniform's spec.
+func (k uniformPair) Name() string { return Uniform(k).Name() }
+
 // PairTerms reads nothing (autodiff.PairKernel, for the tiled local mean).
-func (Uniform) PairTerms() (dot, dist bool) { return false, false }
+func (uniformPair) PairTerms() (dot, dist bool) { return false, false }
 
 // PairScores sets s = 0.
-func (Uniform) PairScores(s, _, _ []float64, _ float64) { clear(s) }
+func (uniformPair) PairScores(s, _, _ []float64, _ float64) { clear(s) }
 
 // PairGrads returns 0: the scores depend on nothing.
-func (Uniform) PairGrads(_, _, _ []float64, _ float64, _, _ []float64) float64 { return 0 }
+func (uniformPair) PairGrads(_, _, _ []float64, _ float64, _, _ []float64) float64 { return 0 }
 
 // PairScores32 sets s = 0 (autodiff.PairKernel32).
-func (Uniform) PairScores32(s, _ []float32, _ float32) { clear(s) }
+func (uniformPair) PairScores32(s, _ []float32, _ float32) { clear(s) }
 
 // PairGrads32 sets g = 0 and returns 0: the scores depend on nothing.
-func (Uniform) PairGrads32(g, _ []float32, _ float32) float64 {
+func (uniformPair) PairGrads32(g, _ []float32, _ float32) float64 {
 	clear(g)
 	return 0
 }

@@ -55,11 +55,21 @@ func (Tricube) ONNXScores(g *onnx.Graph, q, k string, h ONNXWidth) string {
 	return g.Scale(onnxLogPositive(g, g.AddConst(g.Unary("Neg", cube), 1)), 3)
 }
 
+// pairKernel returns the kernel's fast path (autodiff.PairKernel, see pairOf).
+func (k Tricube) pairKernel() autodiff.PairKernel { return tricubePair(k) }
+
+// tricubePair is Tricube's fast path: its scores and gradients from the pair terms, in
+// float64 rows and float32 ones.
+type tricubePair Tricube
+
+// Name returns Tricube's spec.
+func (k tricubePair) Name() string { return Tricube(k).Name() }
+
 // PairTerms reads the squared distance (autodiff.PairKernel, for the tiled local mean).
-func (Tricube) PairTerms() (dot, dist bool) { return false, true }
+func (tricubePair) PairTerms() (dot, dist bool) { return false, true }
 
 // PairScores sets s = 3·log(1 − (‖q − k‖ / h)³), −Inf outside the support.
-func (Tricube) PairScores(s, _, d2 []float64, h float64) {
+func (tricubePair) PairScores(s, _, d2 []float64, h float64) {
 	c := 1 / h // a product per pair is faster than a quotient
 	for j, x := range d2 {
 		u := math.Sqrt(x) * c
@@ -73,7 +83,7 @@ func (Tricube) PairScores(s, _, d2 []float64, h float64) {
 
 // PairValues sets k = (1 − (‖q − k‖ / h)³)³, 0 outside the support
 // (autodiff.DirectPairKernel: the fused op weighs pairs without a log per pair).
-func (Tricube) PairValues(k, _, d2 []float64, h float64) {
+func (tricubePair) PairValues(k, _, d2 []float64, h float64) {
 	c := 1 / h
 	for j, x := range d2 {
 		u := math.Sqrt(x) * c
@@ -88,7 +98,7 @@ func (Tricube) PairValues(k, _, d2 []float64, h float64) {
 
 // PairGrads returns the gradients of 3·log(1 − u³), u = ‖q − k‖ / h: zero outside the
 // support and at q = k.
-func (Tricube) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
+func (tricubePair) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float64 {
 	var gh float64
 	ih := 1 / h // one quotient per pair instead of three
 	c := -4.5 * ih * ih * ih
@@ -111,11 +121,11 @@ func (Tricube) PairGrads(gs, _, d2 []float64, h float64, _, gd2 []float64) float
 
 // PairDistance32 marks the float32 rows as reading the distance ‖q − k‖
 // (autodiff.DistancePairKernel32).
-func (Tricube) PairDistance32() {}
+func (tricubePair) PairDistance32() {}
 
 // PairScores32 sets s = 3·log(1 − (r / h)³), −Inf outside the support, from the
 // distances r (autodiff.PairKernel32; s may be r).
-func (Tricube) PairScores32(s, r []float32, h float32) {
+func (tricubePair) PairScores32(s, r []float32, h float32) {
 	s = s[:len(r)]
 	c := 1 / float64(h)
 	for j, v := range r {
@@ -130,12 +140,12 @@ func (Tricube) PairScores32(s, r []float32, h float32) {
 
 // PairValues32 sets k = (1 − (r / h)³)³, 0 outside the support, from the distances r
 // (autodiff.DirectPairKernel32; k may be r).
-func (Tricube) PairValues32(k, r []float32, h float32) { compact.TricubeValues(k, r, 1/h) }
+func (tricubePair) PairValues32(k, r []float32, h float32) { compact.TricubeValues(k, r, 1/h) }
 
 // PairGrads32 sets g = g·∂s/∂r = −9g·u² / (h(1 − u³)), u = r / h, and returns
 // Σ g·∂s/∂h = Σ 9g·u³ / (h(1 − u³)): zero outside the support (the products summed in
 // eight float32 lanes, package compact's loops).
-func (Tricube) PairGrads32(g, r []float32, h float32) float64 {
+func (tricubePair) PairGrads32(g, r []float32, h float32) float64 {
 	ih := 1 / h
 	return float64(compact.TricubeGrads(g, r, ih)) * float64(ih)
 }
