@@ -187,7 +187,8 @@ func goBuild(t *testing.T, dir, bin string) {
 	}
 }
 
-// copyTree copies the regular files under src to dst.
+// copyTree copies the module's sources under src to dst: go.mod, go.sum and the Go
+// files (not what running it left there: runs, pictures, binaries).
 func copyTree(t *testing.T, src, dst string) {
 	t.Helper()
 	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
@@ -196,7 +197,13 @@ func copyTree(t *testing.T, src, dst string) {
 		}
 		rel, _ := filepath.Rel(src, path)
 		if d.IsDir() {
+			if name := d.Name(); path != src && (name == "runs" || name == "pics" || strings.HasPrefix(name, ".")) {
+				return filepath.SkipDir
+			}
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if name := d.Name(); name != "go.mod" && name != "go.sum" && !strings.HasSuffix(name, ".go") {
+			return nil
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
