@@ -389,7 +389,11 @@ func fit(famName string, s session, ps *autodiff.Params, modelCfg json.RawMessag
 	// started into one directory only the one that runs writes it (in a data-parallel
 	// run, rank 0: the others have no run directory to lock).
 	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.dataConfig(), *st) }
-	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
+	if f.resume != "" {
+		fmt.Fprintf(stderr, "locus train: resuming %s at step %d (to step %d): %s, %d parameters, %s", loop.Dir, loop.Step(), st.Steps, s.describe(), ps.NumElements(), st.describe())
+	} else {
+		fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.describe(), ps.NumElements(), st.describe(), loop.Dir)
+	}
 	if comm.Size() > 1 {
 		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.batch)
 	}
