@@ -167,9 +167,7 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 			return err
 		}
 	}
-	if n := f.settings.Threads; n > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
-	}
+	defer f.settings.Threads.apply()()
 	ps, err := autodiff.NewParams(f.settings.Dtype.Dtype, f.seed)
 	if err != nil {
 		return err
