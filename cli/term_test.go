@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/train"
 )
 
@@ -116,4 +118,47 @@ func TestThreadsBoundedEverywhere(t *testing.T) {
 	}
 	code, _, stderr = runCLI(t, "train", "-steps", "4", "-resume", run)
 	oneLine(t, "checkpoint threads 100000", code, stderr, 1, "threads", "100000 is not in 0..")
+}
+
+// positionSpecs returns, for every form of the kernel spec language whose example has
+// position factors, that example and the form alone when it parses alone.
+func positionSpecs(t *testing.T) []string {
+	t.Helper()
+	var specs []string
+	for _, f := range layers.KernelForms() {
+		k, err := layers.ParseKernel(f.Example)
+		if err != nil || !layers.HasPositions(k) {
+			continue
+		}
+		specs = append(specs, f.Example)
+		if _, err := layers.ParseKernel(f.Name); err == nil {
+			specs = append(specs, f.Name)
+		}
+	}
+	if !slices.Contains(specs, "causal") || len(specs) < 4 {
+		t.Fatalf("position forms found: %q; want causal, window, distance, relbias, …", specs)
+	}
+	return specs
+}
+
+// TestMethodsRefusePositionKernels: nw and meanshift refuse every position form of the
+// spec language with one line naming the kernel; a content kernel still runs.
+func TestMethodsRefusePositionKernels(t *testing.T) {
+	dir := t.TempDir()
+	pts := filepath.Join(dir, "points.csv")
+	if err := os.WriteFile(pts, []byte("x,y\n0,0\n0.1,0.1\n0.2,0.3\n5,5\n5.1,5.2\n5.3,5.1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range positionSpecs(t) {
+		for _, cmd := range []string{"nw", "meanshift"} {
+			code, stdout, stderr := runCLI(t, cmd, "-in", pts, "-kernel", spec)
+			oneLine(t, cmd+" -kernel "+spec, code, stderr, 2, "locus "+cmd+": -kernel ", "has position factors")
+			if stdout != "" {
+				t.Errorf("%s -kernel %s printed %q", cmd, spec, stdout)
+			}
+		}
+	}
+	if code, _, stderr := runCLI(t, "nw", "-in", pts, "-kernel", "epanechnikov", "-bandwidth", "1"); code != 0 {
+		t.Errorf("nw with a content kernel: exit %d, %q", code, stderr)
+	}
 }
