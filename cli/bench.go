@@ -9,14 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/locusml/locus/bench"
-	"github.com/locusml/locus/internal/simd"
 	"github.com/locusml/locus/layers"
 )
 
@@ -66,7 +64,8 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	steps := fs.Int("steps", 50, "timed iterations")
 	warmup := fs.Int("warmup", 5, "untimed warm-up iterations")
 	seed := fs.Uint64("seed", 0, "seed: parameters from seed, data from seed+1")
-	threads := fs.Int("threads", 0, "GOMAXPROCS (0: leave as is)")
+	var threads threadCount
+	fs.Var(&threads, "threads", "GOMAXPROCS (0: leave as is; at most 64 per CPU)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed iterations to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile to this file at the end")
 	compare := fs.Bool("compare", false, "run PyTorch's peer script and Locus back to back, each in its own process, and print the ratio table")
@@ -87,14 +86,14 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if *cpuProfile != "" || *memProfile != "" {
 			return usageErrorf("-workload e2e runs locus train in a child process: no profiles")
 		}
-		o := e2eOptions{steps: e2eSteps, threads: *threads, compare: *compare, python: *python, peer: *peer, asJSON: *asJSON}
+		o := e2eOptions{steps: e2eSteps, threads: int(threads), compare: *compare, python: *python, peer: *peer, asJSON: *asJSON}
 		fs.Visit(func(fl *flag.Flag) {
 			if fl.Name == "steps" {
 				o.steps = *steps
 			}
 		})
-		if o.steps <= 0 || o.threads < 0 {
-			return usageErrorf("-steps must be > 0 and -threads >= 0")
+		if o.steps <= 0 {
+			return usageErrorf("-steps must be > 0, got %d", o.steps)
 		}
 		if o.compare && o.peer == "" {
 			p, err := findPeer()
@@ -111,15 +110,10 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	} else if !slices.Contains(bench.Names(), *workload) && !slices.Contains(bench.Extra(), *workload) {
 		return usageErrorf("unknown -workload %q (valid: %s, all, e2e)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
 	}
-	if err := simd.Err(); err != nil {
-		return usageErrorf("%v", err)
-	}
 	if *steps <= 0 || *warmup < 0 {
 		return usageErrorf("-steps must be > 0 and -warmup >= 0")
 	}
-	if *threads > 0 {
-		runtime.GOMAXPROCS(*threads)
-	}
+	defer threads.apply()()
 	if *compare {
 		if *peer == "" {
 			p, err := findPeer()
@@ -128,7 +122,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 			}
 			*peer = p
 		}
-		return runCompare(names, *steps, *warmup, *seed, *threads, shape, *python, *peer, *asJSON, stdout, stderr)
+		return runCompare(names, *steps, *warmup, *seed, int(threads), shape, *python, *peer, *asJSON, stdout, stderr)
 	}
 	if len(names) > 1 && (*cpuProfile != "" || *memProfile != "") {
 		return usageErrorf("-cpuprofile and -memprofile need a single -workload")
@@ -137,7 +131,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		// One process per workload, so that peak memory is each workload's own.
 		for _, n := range names {
 			sub := append([]string{"-workload", n, "-steps", strconv.Itoa(*steps), "-warmup", strconv.Itoa(*warmup),
-				"-seed", strconv.FormatUint(*seed, 10), "-threads", strconv.Itoa(*threads)}, shapeArgs(shape)...)
+				"-seed", strconv.FormatUint(*seed, 10), "-threads", threads.String()}, shapeArgs(shape)...)
 			if *asJSON {
 				sub = append(sub, "-json")
 			}

@@ -26,6 +26,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+
+	"github.com/locusml/locus/internal/simd"
 )
 
 // command is one subcommand: it parses its own flags from args.
@@ -81,6 +83,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	cmd, ok := commands[name]
 	if !ok {
 		fmt.Fprintf(stderr, "locus: unknown command %q (run 'locus -h' for the list)\n", name)
+		return 2
+	}
+	// LOCUS_CPU is read when the program starts, where no error can be returned: an
+	// unknown value stops every command here rather than run on the machine's best.
+	if err := simd.Err(); err != nil {
+		fmt.Fprintf(stderr, "locus %s: %v\n", name, err)
 		return 2
 	}
 	err := cmd.run(args[1:], stdout, stderr)

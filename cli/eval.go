@@ -188,6 +188,9 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	if err := pics.check(*plot); err != nil {
+		return err
+	}
 	if pics.wantsPictures() {
 		return inspectPictures(*ckpt, pics, stdout)
 	}

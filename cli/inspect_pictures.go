@@ -25,19 +25,34 @@ type pictureFlags struct {
 // wantsPictures reports whether inspect should draw rather than list.
 func (f *pictureFlags) wantsPictures() bool { return f.attention || f.kernels || f.bandwidths }
 
+// check refuses a flag that the mode the flags choose would ignore: the input of
+// -attention without it, -out without a picture to write, -plot (a flag of the
+// listing, given as plot) with the pictures.
+func (f *pictureFlags) check(plot string) error {
+	switch {
+	case f.input != "" && f.example >= 0:
+		return usageErrorf("give -input or -example, not both")
+	case !f.attention && f.input != "":
+		return usageErrorf("-input goes with -attention (the input whose attention it draws): add -attention -out DIR")
+	case !f.attention && f.example >= 0:
+		return usageErrorf("-example goes with -attention (the example whose attention it draws): add -attention -out DIR")
+	case f.out == "" && (f.attention || f.kernels):
+		return usageErrorf("missing -out DIR (the folder for the pictures)")
+	case f.out != "" && !f.attention && !f.kernels:
+		return usageErrorf("-out goes with -attention or -kernels (the folder for their pictures)")
+	case plot != "" && f.wantsPictures():
+		return usageErrorf("-plot goes with the checkpoint's listing, not with -attention, -kernels or -bandwidths: run inspect -plot on its own")
+	}
+	return nil
+}
+
 // inspectPictures draws what the flags ask for into f.out: attention.png and
 // attention.json (the matrices drawn), kernels.png. Everything is rendered before the
 // first file is written, and each file is written atomically, so a bad input or an
 // unwritable directory leaves nothing half-written.
 func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
-	if f.out == "" && (f.attention || f.kernels) {
-		return usageErrorf("missing -out DIR (the folder for the pictures)")
-	}
-	if f.input != "" && f.example >= 0 {
-		return usageErrorf("give -input or -example, not both")
-	}
-	if !f.attention && (f.input != "" || f.example >= 0) {
-		return usageErrorf("-input and -example go with -attention")
+	if err := f.check(""); err != nil {
+		return err
 	}
 	ld, err := fromCheckpoint(ckpt, os.Stderr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/layers"
@@ -69,6 +70,11 @@ func runMeanShift(args []string, stdout, stderr io.Writer) error {
 	case "gaussian":
 		opts.Kernel = layers.Gaussian{}
 	default:
+		if k, err := layers.ParseKernel(*kernel); err == nil {
+			if err := contentOnly(k); err != nil {
+				return err
+			}
+		}
 		return usageErrorf("unknown -kernel %q (want flat or gaussian)", *kernel)
 	}
 	res, err := methods.MeanShift(rows, opts)
@@ -101,7 +107,7 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 	in := fs.String("in", "", "training CSV: feature columns then -ycols target columns (an optional header line names them)")
 	query := fs.String("query", "", "query CSV: feature columns only (default: the training features); an optional header line is kept")
 	out := fs.String("out", "-", "output CSV: query columns plus predictions, with a header when the query rows have one; - for stdout")
-	kernel := fs.String("kernel", "gaussian", "kernel: "+fmt.Sprint(layers.KernelNames()))
+	kernel := fs.String("kernel", "gaussian", "kernel spec without position factors, e.g. "+strings.Join(contentKernelNames(), ", "))
 	bw := fs.Float64("bandwidth", 0, "bandwidth; 0 uses Scott's rule")
 	ycols := fs.Int("ycols", 1, "number of target columns at the end of each training row")
 	if err := parseFlags(fs, args); err != nil {
@@ -113,6 +119,9 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 	k, err := layers.ParseKernel(*kernel)
 	if err != nil {
 		return usageErrorf("-kernel: %v", err)
+	}
+	if err := contentOnly(k); err != nil {
+		return err
 	}
 	header, rows, err := readCSVFile(*in)
 	if err != nil {
@@ -178,4 +187,25 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return closeOut()
+}
+
+// contentOnly refuses a kernel with position factors (layers.HasPositions): the rows
+// of a CSV file have no positions, so such a kernel would weigh every row alike.
+func contentOnly(k layers.ContentKernel) error {
+	if layers.HasPositions(k) {
+		return usageErrorf("-kernel %s has position factors, which weigh where a query and a key stand in a sequence: CSV rows have no positions (use a content kernel, e.g. gaussian)", k.Name())
+	}
+	return nil
+}
+
+// contentKernelNames returns the forms of the spec language whose example has no
+// position factors.
+func contentKernelNames() []string {
+	var names []string
+	for _, f := range layers.KernelForms() {
+		if k, err := layers.ParseKernel(f.Example); err == nil && !layers.HasPositions(k) {
+			names = append(names, f.Name)
+		}
+	}
+	return names
 }

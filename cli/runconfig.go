@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/locusml/locus/internal/jsonkeys"
 	"github.com/locusml/locus/train"
 )
 
@@ -112,7 +113,8 @@ func checkKeys(raw []byte, t reflect.Type, file, prefix string) error {
 		return nil
 	}
 	pt := reflect.PointerTo(t)
-	if t.Kind() != reflect.Struct || pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) || pt.Implements(reflect.TypeFor[json.Unmarshaler]()) {
+	legacy := jsonkeys.Registered(t) // reads itself, but as its fields or their Go names
+	if t.Kind() != reflect.Struct || (!legacy && (pt.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) || pt.Implements(reflect.TypeFor[json.Unmarshaler]()))) {
 		return nil
 	}
 	var m map[string]json.RawMessage
@@ -126,6 +128,13 @@ func checkKeys(raw []byte, t reflect.Type, file, prefix string) error {
 			for name, f := range fields { // encoding/json matches case-insensitively
 				if strings.EqualFold(name, k) {
 					ft, ok = f, true
+				}
+			}
+			if _, goNames := jsonkeys.Keys(t); legacy {
+				for goName, key := range goNames { // a key of an older file
+					if strings.EqualFold(goName, k) {
+						ft, ok = fields[key], true
+					}
 				}
 			}
 		}

@@ -43,12 +43,12 @@ type trainSettings struct {
 	Best     string   `json:"best"`
 	BestMode bestMode `json:"best_mode"`
 
-	EvalEvery int       `json:"eval_every"`
-	EvalN     int       `json:"eval_n"`
-	Keep      int       `json:"keep"`
-	Dtype     dtypeName `json:"dtype"`
-	Threads   int       `json:"threads"`
-	Shards    int       `json:"shards"`
+	EvalEvery int         `json:"eval_every"`
+	EvalN     int         `json:"eval_n"`
+	Keep      int         `json:"keep"`
+	Dtype     dtypeName   `json:"dtype"`
+	Threads   threadCount `json:"threads"`
+	Shards    int         `json:"shards"`
 }
 
 // settingsFlags are the flags of the training settings, by JSON key.
@@ -86,7 +86,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.IntVar(&st.EvalN, "eval-n", 1000, "validation examples per evaluation")
 	fs.IntVar(&st.Keep, "keep", 3, "step checkpoints to keep (0: all); best/ is kept apart")
 	fs.TextVar(&st.Dtype, "dtype", dtypeName{autodiff.Float32}, "parameter and activation type: float32 or float64")
-	fs.IntVar(&st.Threads, "threads", 0, "GOMAXPROCS while training (0: leave as is)")
+	fs.Var(&st.Threads, "threads", "GOMAXPROCS while training (0: leave as is; at most 64 per CPU)")
 	fs.IntVar(&st.Shards, "shards", 0, "run each batch as this many parts at once, one per core, each part's operations serial (0: one per GOMAXPROCS; 1: the batch whole, every operation split across cores)")
 }
 
@@ -403,8 +403,10 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-accum must be >= 1, got %d", st.Accum)
 	case !(st.Clip >= 0):
 		return usageErrorf("-clip must be >= 0, got %g", st.Clip)
-	case st.Patience < 0 || st.Warmup < 0 || st.Threads < 0 || st.Shards < 0:
-		return usageErrorf("-patience, -warmup, -threads and -shards must be >= 0")
+	case st.Patience < 0 || st.Warmup < 0 || st.Shards < 0:
+		return usageErrorf("-patience, -warmup and -shards must be >= 0")
+	case st.Threads.check() != nil:
+		return usageErrorf("-threads %v", st.Threads.check())
 	case st.Schedule == scheduleCosine && (st.DecaySteps <= 0 || !(st.MinLR >= 0 && st.MinLR <= st.LR)):
 		return usageErrorf("-schedule cosine needs -decay-steps > 0 and 0 <= -min-lr <= -lr (got %d, %g)", st.DecaySteps, st.MinLR)
 	}

@@ -174,7 +174,7 @@ func TestConfigReproducesRun(t *testing.T) {
 	for _, tc := range []struct{ from, to, want string }{
 		{`"warmup"`, `"warmpu"`, `bad.json: unknown key "train.warmpu" (did you mean "train.warmup"?)`},
 		{`"heads"`, `"head"`, `unknown key "model_config.head" (did you mean "model_config.heads"?)`},
-		{`"CorruptRate"`, `"CorruptRat"`, `unknown key "data_config.task_config.CorruptRat" (did you mean "data_config.task_config.CorruptRate"?)`},
+		{`"corrupt_rate"`, `"corrupt_rat"`, `unknown key "data_config.task_config.corrupt_rat" (did you mean "data_config.task_config.corrupt_rate"?)`},
 		{`"model_family"`, `"model_famliy"`, `unknown key "model_famliy" (did you mean "model_family"?)`},
 	} {
 		bad := filepath.Join(base, "bad.json")

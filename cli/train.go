@@ -176,9 +176,7 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 			return err
 		}
 	}
-	if n := f.settings.Threads; n > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
-	}
+	defer f.settings.Threads.apply()()
 	ps, err := autodiff.NewParams(f.settings.Dtype.Dtype, f.Seed)
 	if err != nil {
 		return err
@@ -398,7 +396,11 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	// started into one directory only the one that runs writes it (in a data-parallel
 	// run, rank 0: the others have no run directory to lock).
 	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.DataConfig(), *st) }
-	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.Describe(), ps.NumElements(), st.describe(), loop.Dir)
+	if f.resume != "" {
+		fmt.Fprintf(stderr, "locus train: resuming %s at step %d (to step %d): %s, %d parameters, %s", loop.Dir, loop.Step(), st.Steps, s.Describe(), ps.NumElements(), st.describe())
+	} else {
+		fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.Describe(), ps.NumElements(), st.describe(), loop.Dir)
+	}
 	if comm.Size() > 1 {
 		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.Batch)
 	}

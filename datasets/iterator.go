@@ -7,13 +7,13 @@ import (
 
 // IteratorConfig describes how an Iterator walks over N examples.
 type IteratorConfig struct {
-	N         int    // number of examples, indexed 0..N-1; > 0
-	BatchSize int    // examples per batch; > 0
-	Seed      uint64 // seed of the per-epoch permutations
-	Shuffle   bool   // visit each epoch in a fresh random order (else 0..N-1)
+	N         int    `json:"n"`          // number of examples, indexed 0..N-1; > 0
+	BatchSize int    `json:"batch_size"` // examples per batch; > 0
+	Seed      uint64 `json:"seed"`       // seed of the per-epoch permutations
+	Shuffle   bool   `json:"shuffle"`    // visit each epoch in a fresh random order (else 0..N-1)
 	// DropLast drops the last, short batch of an epoch when BatchSize does
 	// not divide N; otherwise that batch is returned with fewer indices.
-	DropLast bool
+	DropLast bool `json:"drop_last"`
 }
 
 // Iterator yields batches of example indices, epoch after epoch, forever.
@@ -30,8 +30,8 @@ type Iterator struct {
 // belongs to. It encodes to JSON.
 type IteratorState struct {
 	IteratorConfig
-	Epoch int // current epoch, from 0
-	Index int // position within the epoch of the next batch's first example
+	Epoch int `json:"epoch"` // current epoch, from 0
+	Index int `json:"index"` // position within the epoch of the next batch's first example
 }
 
 // NewIterator returns an iterator at the start of epoch 0.

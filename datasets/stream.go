@@ -35,11 +35,11 @@ type Stream struct {
 // StreamState is the position of a Stream. It is plain data that encodes to
 // JSON (RNG as base64).
 type StreamState struct {
-	Name      string // what the stream draws from, e.g. "task reverse aligned T=16 V=10"
-	BatchSize int
-	Seed      uint64 // the seed the stream started from
-	Step      int64  // batches drawn so far
-	RNG       []byte // the PCG state, from (*rand.PCG).MarshalBinary
+	Name      string `json:"name"` // what the stream draws from, e.g. "task reverse aligned T=16 V=10"
+	BatchSize int    `json:"batch_size"`
+	Seed      uint64 `json:"seed"` // the seed the stream started from
+	Step      int64  `json:"step"` // batches drawn so far
+	RNG       []byte `json:"rng"`  // the PCG state, from (*rand.PCG).MarshalBinary
 }
 
 func newStream(name string, batchSize int, seed, selector uint64, sample func(*rand.Rand) Batch) *Stream {

@@ -67,31 +67,31 @@ type TaskConfig struct {
 	// SeqLen is the input length T (copy, reverse, sort, parity, dyck1,
 	// dyck2). Tasks whose length follows from other fields (addition,
 	// modular, recall) accept only 0 or that derived length.
-	SeqLen int
+	SeqLen int `json:"seq_len"`
 	// Vocab is the number of content symbols, ids 0..Vocab-1 (values for
 	// copy, reverse, sort and recall; the number base for addition; the
 	// modulus for modular, as an alias of Modulus). Special tokens
 	// (separators, padding) take the ids above, so Task.Vocab may be larger.
-	Vocab int
+	Vocab int `json:"vocab"`
 	// Digits is the number of digits of each addition operand.
-	Digits int
+	Digits int `json:"digits"`
 	// Modulus is the modulus p of the modular task.
-	Modulus int
+	Modulus int `json:"modulus"`
 	// Op is the modular operation: "+", "-" or "*" (default "+").
-	Op string
+	Op string `json:"op"`
 	// Pairs is the number of key-value pairs of the recall task.
-	Pairs int
+	Pairs int `json:"pairs"`
 	// Queries is the number of keys queried by the recall task.
-	Queries int
+	Queries int `json:"queries"`
 	// Depth is the maximum nesting depth of the balanced strings of dyck1
 	// and dyck2 (default SeqLen/2, i.e. no limit).
-	Depth int
+	Depth int `json:"depth"`
 	// CorruptRate is the fraction of positions that a denoise-<base> task
 	// corrupts (default 0.15); the other fields configure the base task.
-	CorruptRate float64
+	CorruptRate float64 `json:"corrupt_rate"`
 	// CorruptMode is the corruption of a denoise-<base> task: "mask" (the
 	// default) or "substitute".
-	CorruptMode string
+	CorruptMode string `json:"corrupt_mode"`
 }
 
 // usedOnly returns an error naming the first non-zero field of cfg that is not

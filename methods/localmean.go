@@ -22,7 +22,8 @@ const (
 
 // LocalMeanOptions configures a kernel local mean.
 type LocalMeanOptions struct {
-	// Kernel is the localization kernel; nil means layers.Gaussian{}.
+	// Kernel is the localization kernel; nil means layers.Gaussian{}. A kernel with
+	// position factors is refused (ErrPositionKernel).
 	Kernel layers.Kernel
 	// Bandwidth h > 0; 0 means Scott's rule, DefaultBandwidth(x).
 	Bandwidth float64
@@ -34,6 +35,9 @@ func (o LocalMeanOptions) resolve(x [][]float64) (layers.Kernel, float64, error)
 	k := o.Kernel
 	if k == nil {
 		k = layers.Gaussian{}
+	}
+	if err := checkKernel(k); err != nil {
+		return nil, 0, err
 	}
 	h := o.Bandwidth
 	if h == 0 {

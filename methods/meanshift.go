@@ -73,6 +73,9 @@ func MeanShift(points [][]float64, opts MeanShiftOptions) (*MeanShiftResult, err
 	if kern == nil {
 		kern = Flat{}
 	}
+	if err := checkKernel(kern); err != nil {
+		return nil, fmt.Errorf("meanshift: %w", err)
+	}
 	h := opts.Bandwidth
 	if h == 0 {
 		var err error

@@ -49,6 +49,9 @@ func NonLocalMeans(img [][]float64, opts NLMeansOptions) ([][]float64, error) {
 	if kern == nil {
 		kern = layers.Gaussian{}
 	}
+	if err := checkKernel(kern); err != nil {
+		return nil, fmt.Errorf("nl-means: %w", err)
+	}
 	pr, sr := opts.PatchRadius, opts.SearchRadius
 	switch {
 	case pr == 0:

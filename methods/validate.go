@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/locusml/locus/layers"
 )
 
 // ErrZeroWeights is returned (wrapped, with the query's index) when every
@@ -60,6 +62,20 @@ func checkQueries(queries [][]float64, d int) error {
 	}
 	if qd != d {
 		return fmt.Errorf("queries have %d columns, points have %d", qd, d)
+	}
+	return nil
+}
+
+// ErrPositionKernel is returned (wrapped, naming the kernel) for a kernel with position
+// factors (causal, window, distance, relbias, …; layers.HasPositions): they weigh where
+// a query and a key stand in a sequence, and the points of these methods have no
+// positions, so such a kernel would weigh every point alike.
+var ErrPositionKernel = errors.New("the kernel has position factors, which points have none of")
+
+// checkKernel refuses a kernel with position factors.
+func checkKernel(k layers.Kernel) error {
+	if ck, ok := k.(layers.ContentKernel); ok && layers.HasPositions(ck) {
+		return fmt.Errorf("kernel %q: %w (use a content kernel, e.g. gaussian)", k.Name(), ErrPositionKernel)
 	}
 	return nil
 }
