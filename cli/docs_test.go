@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestCLIReferenceIsCurrent: every `locus CMD -h` text quoted in docs/CLI.md is what the
+// command prints now, so the reference cannot drift from the flags.
+// LOCUS_UPDATE_DOCS=1 go test -run TestCLIReferenceIsCurrent ./cli rewrites the blocks.
+func TestCLIReferenceIsCurrent(t *testing.T) {
+	path := filepath.Join(repoRoot(), "docs", "CLI.md")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	block := regexp.MustCompile("(?s)```\n(Usage: locus ([a-z]+) .*?)```")
+	seen := map[string]bool{}
+	updated := block.ReplaceAllStringFunc(doc, func(m string) string {
+		sub := block.FindStringSubmatch(m)
+		name := sub[2]
+		seen[name] = true
+		code, _, help := runCLI(t, name, "-h")
+		if code != 0 {
+			t.Errorf("locus %s -h: exit %d", name, code)
+			return m
+		}
+		if help != sub[1] {
+			t.Errorf("docs/CLI.md's `locus %s -h` block differs from what it prints (LOCUS_UPDATE_DOCS=1 rewrites it):\n%s", name, firstDiff(sub[1], help))
+		}
+		return "```\n" + help + "```"
+	})
+	for name := range commands {
+		if !seen[name] {
+			t.Errorf("docs/CLI.md quotes no `locus %s -h`", name)
+		}
+	}
+	if os.Getenv("LOCUS_UPDATE_DOCS") == "1" && updated != doc {
+		if err := os.WriteFile(path, []byte(updated), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// firstDiff shows the first line where two texts differ.
+func firstDiff(doc, now string) string {
+	a, b := strings.Split(doc, "\n"), strings.Split(now, "\n")
+	for i := range max(len(a), len(b)) {
+		var x, y string
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return fmt.Sprintf("line %d:\n  docs: %s\n  now:  %s", i+1, x, y)
+		}
+	}
+	return ""
+}
