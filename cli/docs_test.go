@@ -30,6 +30,8 @@ func TestCLIReferenceIsCurrent(t *testing.T) {
 			t.Errorf("locus %s -h: exit %d", name, code)
 			return m
 		}
+		// The tasks this test binary registers (family_test.go) are not locus's.
+		help = strings.NewReplacer("denoise-runmax, ", "", "runmax, ", "").Replace(help)
 		if help != sub[1] {
 			t.Errorf("docs/CLI.md's `locus %s -h` block differs from what it prints (LOCUS_UPDATE_DOCS=1 rewrites it):\n%s", name, firstDiff(sub[1], help))
 		}
