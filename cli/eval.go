@@ -29,14 +29,14 @@ func init() {
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", "-ckpt DIR [-n 1000] [-seed 12345] [-json]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	n := fs.Int("n", 1000, "validation examples (charlm: windows)")
+	n := fs.Int("n", 1000, fmt.Sprintf("validation examples (charlm: windows), at most %d", maxEvalN))
 	seed := fs.Uint64("seed", 12345, "seed of the fresh validation data")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *n <= 0 {
-		return usageErrorf("-n must be > 0, got %d", *n)
+	if *n <= 0 || *n > maxEvalN {
+		return usageErrorf("-n must be in 1..%d, got %d", maxEvalN, *n)
 	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
@@ -254,11 +254,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// maxSampleN bounds sample -n: the characters are generated one model step each and
+// printed at the end, so a mistyped count would run for days without a word.
+const maxSampleN = 1 << 20
+
 func runSample(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sample", "-ckpt DIR -prompt TEXT [-n 200] [-temperature 0.8] [-topk 0] [-topp 0]", stderr)
 	ckpt := fs.String("ckpt", "", "character LM checkpoint or run directory")
 	prompt := fs.String("prompt", "", "text to continue (empty: start at the beginning of a line)")
-	n := fs.Int("n", 200, "characters to generate")
+	n := fs.Int("n", 200, fmt.Sprintf("characters to generate (at most %d)", maxSampleN))
 	temp := fs.Float64("temperature", 0.8, "sampling temperature (0: greedy)")
 	topK := fs.Int("topk", 0, "keep the k most likely characters (0: all)")
 	topP := fs.Float64("topp", 0, "nucleus sampling threshold (0: off)")
@@ -270,8 +274,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := smp.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	if *n <= 0 {
-		return usageErrorf("-n must be > 0, got %d", *n)
+	if *n <= 0 || *n > maxSampleN {
+		return usageErrorf("-n must be in 1..%d, got %d", maxSampleN, *n)
 	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/optim"
+	"github.com/locusml/locus/train"
 )
 
 // trainSettings are the training settings saved with a run (the checkpoint's
@@ -83,7 +84,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.StringVar(&st.Best, "best", "", "metric that selects the best checkpoint and early stopping, e.g. val_seq_acc (default: val_loss; dae, ldae: val_mse_clean)")
 	fs.TextVar(&st.BestMode, "best-mode", bestMin, "whether -best is better when lower (min) or higher (max)")
 	fs.IntVar(&st.EvalEvery, "eval-every", 200, "evaluate and checkpoint every N steps (0: at the end only)")
-	fs.IntVar(&st.EvalN, "eval-n", 1000, "validation examples per evaluation")
+	fs.IntVar(&st.EvalN, "eval-n", 1000, fmt.Sprintf("validation examples per evaluation (at most %d)", maxEvalN))
 	fs.IntVar(&st.Keep, "keep", 3, "step checkpoints to keep (0: all); best/ is kept apart")
 	fs.TextVar(&st.Dtype, "dtype", dtypeName{autodiff.Float32}, "parameter and activation type: float32 or float64")
 	fs.IntVar(&st.Threads, "threads", 0, "GOMAXPROCS while training (0: leave as is)")
@@ -258,6 +259,9 @@ func readSettings(raw json.RawMessage, fs *flag.FlagSet, st *trainSettings, what
 	if err := resolveSettings(fs, st, given); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if err := checkFinite(fs); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	return nil
 }
 
@@ -387,10 +391,12 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-lr must be > 0, got %g", st.LR)
 	case st.EvalEvery < 0 || st.EvalN <= 0:
 		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
+	case st.EvalN > maxEvalN:
+		return usageErrorf("-eval-n %d, want at most %d", st.EvalN, maxEvalN)
 	case st.Keep < 0:
 		return usageErrorf("-keep must be >= 0, got %d", st.Keep)
-	case st.Accum < 1:
-		return usageErrorf("-accum must be >= 1, got %d", st.Accum)
+	case st.Accum < 1 || st.Accum > train.MaxAccumulate:
+		return usageErrorf("-accum must be in 1..%d, got %d", train.MaxAccumulate, st.Accum)
 	case !(st.Clip >= 0):
 		return usageErrorf("-clip must be >= 0, got %g", st.Clip)
 	case st.Patience < 0 || st.Warmup < 0 || st.Threads < 0 || st.Shards < 0:
@@ -405,6 +411,11 @@ func (st trainSettings) validate() error {
 	}
 	return nil
 }
+
+// maxEvalN bounds the validation examples of one evaluation (train -eval-n, eval -n), so
+// that a mistyped size is an error instead of an evaluation that runs for hours: at least
+// a hundred times any reference workload's evaluation set (MNIST's test set is 10000).
+const maxEvalN = 1 << 20
 
 // betas are Adam's β1 and β2, as text "0.9,0.999".
 type betas [2]float64

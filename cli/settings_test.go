@@ -98,7 +98,7 @@ func TestSettingsFlags(t *testing.T) {
 		{[]string{"-schedule", "exponential"}, "-schedule exponential needs -gamma"},
 		{[]string{"-schedule", "step"}, "-schedule step needs -decay-every"},
 		{[]string{"-min-lr", "1e-4"}, "-min-lr is for -schedule cosine"},
-		{[]string{"-accum", "0"}, "-accum must be >= 1"},
+		{[]string{"-accum", "0"}, "-accum must be in 1..4096, got 0"},
 		{[]string{"-dtype", "float16"}, `dtype "float16"`},
 		{[]string{"-best-mode", "up"}, "want min or max"},
 		{[]string{"-resume", dir, "-optim", "sgd"}, "-optim sgd differs from the checkpoint's adam"},
