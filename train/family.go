@@ -61,6 +61,9 @@ type Config interface{ Validate() error }
 // it; what names the configuration in errors.
 func ParseConfig[C Config](what string, raw json.RawMessage) (C, error) {
 	var cfg C
+	if MissingConfig(raw) {
+		return cfg, fmt.Errorf("%s config is missing (model_config is empty or null)", what)
+	}
 	if err := DecodeConfig(raw, &cfg); err != nil {
 		return cfg, fmt.Errorf("%s config: %w", what, err)
 	}
@@ -77,6 +80,12 @@ func RegisterConfigFamily[C Config, M Model](name string, newModel func(C, *auto
 		}
 		return newModel(cfg, ps)
 	})
+}
+
+// MissingConfig reports whether a saved configuration's JSON is absent: empty or null.
+func MissingConfig(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
 }
 
 // DecodeConfig reads a saved configuration into v, refusing fields v does not have, so
@@ -121,8 +130,8 @@ func BuildModel(family string, config json.RawMessage, ps *autodiff.Params) (Mod
 		return nil, fmt.Errorf("no model family recorded (written without Loop.Family): cannot rebuild the model")
 	case !ok:
 		return nil, fmt.Errorf("unknown model family %q (registered: %s)", family, strings.Join(Families(), ", "))
-	case len(config) == 0:
-		return nil, fmt.Errorf("no model configuration")
+	case MissingConfig(config):
+		return nil, fmt.Errorf("the model configuration is missing (empty or null)")
 	}
 	m, err := build(config, ps)
 	if err != nil {
