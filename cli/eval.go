@@ -92,15 +92,15 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err := checkConfigs(ck); err != nil {
 		return err
 	}
+	if err := checkExportable(ck, *format); err != nil {
+		return err
+	}
 	var n int
 	for _, t := range ck.Params {
 		n += t.Shape().TotalSize()
 	}
 	switch *format {
 	case formatTorch:
-		if err := torchExportable(ck); err != nil {
-			return err
-		}
 		meta := map[string]string{"format": "pt", train.MetaConfig: string(ck.ModelConfig), train.MetaFamily: ck.Family, train.MetaStep: fmt.Sprint(ck.Step)}
 		if err := train.ExportSafetensors(*out, ck.Params, meta); err != nil {
 			return err
@@ -148,6 +148,21 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 			sig = append(sig, fmt.Sprintf("%s %s [%s]", v.Name, v.Type, strings.Join(dims, ", ")))
 		}
 		fmt.Fprintf(stdout, "wrote %s: ONNX opset 17, %d parameters; inputs and outputs: %s\n", *out, n, strings.Join(sig, "; "))
+	}
+	return nil
+}
+
+// checkExportable returns nil if the checkpoint may be exported in the format, before
+// anything is written: its model is rebuilt as eval rebuilds it (a family this program
+// knows, a valid configuration, and every tensor a parameter of that model with its
+// shape and a float dtype, none missing and none extra), and for -format torch it must
+// be the standard Transformer that PyTorch's reference LM computes.
+func checkExportable(ck *train.Checkpoint, format string) error {
+	if _, err := loadModelOnly(ck); err != nil {
+		return err
+	}
+	if format == formatTorch {
+		return torchExportable(ck)
 	}
 	return nil
 }

@@ -193,7 +193,7 @@ func loadModelOnly(ck *train.Checkpoint) (session, error) {
 	}
 	s, err := fam.open(ck.ModelConfig, nil, ps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
 	}
 	return s, ck.ApplyParams(ps)
 }
