@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/train"
 )
 
@@ -72,7 +73,7 @@ func familyOfKind(kind string) (string, family, error) {
 		}
 	}
 	sort.Strings(all)
-	return "", nil, usageErrorf("unknown -model %q (valid: %s)", kind, strings.Join(all, ", "))
+	return "", nil, usageErrorf("unknown -model %s (valid: %s)", quote.Text(kind), strings.Join(all, ", "))
 }
 
 // checkpointFamily returns the family of a checkpoint; checkpoints written before
@@ -91,7 +92,7 @@ func checkpointFamily(ck *train.Checkpoint) (string, family, error) {
 	}
 	f, ok := families[name]
 	if !ok {
-		return name, nil, fmt.Errorf("%s: model family %q is not one the command line knows (%s)", ck.Dir, name, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
+		return name, nil, fmt.Errorf("%s: model family %s is not one the command line knows (%s)", ck.Dir, quote.Text(name), strings.Join(slices.Sorted(maps.Keys(families)), ", "))
 	}
 	return name, f, nil
 }

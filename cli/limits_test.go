@@ -195,3 +195,59 @@ func TestNullModelConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestFileTextEchoedShortAndQuoted: what a run file or checkpoint holds reaches an error
+// message quoted and cut short (internal/quote): a LATEST with terminal escape sequences
+// prints no escape byte, and a huge name, key or kernel spec is echoed as a short prefix.
+func TestFileTextEchoedShortAndQuoted(t *testing.T) {
+	huge := strings.Repeat("z", 1<<20)
+	check := func(args []string, stderr, want string) { // the error is the last line
+		t.Helper()
+		msg := strings.TrimSpace(stderr)
+		last := msg[strings.LastIndex(msg, "\n")+1:]
+		if strings.ContainsAny(msg, "\x1b\a") || len(last) > 1000 || !strings.Contains(last, want) {
+			t.Errorf("%v: stderr %.300q, last line of %d bytes; want no escape bytes, and a last line under 1000 bytes with %q", args, msg, len(last), want)
+		}
+	}
+	run := charRun(t)
+	if err := os.WriteFile(filepath.Join(run, "LATEST"), []byte("step-000010\x1b]0;pwned\a\x1b[31m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range readers(run) {
+		_, _, stderr := runCLI(t, args...)
+		check(args, stderr, `LATEST holds "step-000010\x1b]0;pwned\a\x1b[31m", not the name of a checkpoint directory`)
+	}
+	for _, c := range []struct{ section, field, want string }{
+		{"model_config", "kernel", "the spec is 1048576 bytes long"},
+		{"model_config", "arch", "(1048576 bytes)"},
+		{"model_config", huge, "unknown field"},
+	} {
+		run := charRun(t)
+		if c.field == huge {
+			editMeta(t, run, c.section, huge, 1)
+		} else {
+			editMeta(t, run, c.section, c.field, huge)
+		}
+		for _, args := range readers(run) {
+			_, _, stderr := runCLI(t, args...)
+			check(args, stderr, c.want)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(run, runConfigFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{`"model_family": "transformer"`, `"model_family": "` + huge + `"`, "(1048576 bytes)"},
+		{`"model_family"`, `"` + huge + `": 1, "model_family"`, "unknown key"},
+		{`"steps": 10`, `"steps": 10, "` + huge + `": 1`, "unknown key"},
+	} {
+		rc := filepath.Join(t.TempDir(), "config.json")
+		if err := os.WriteFile(rc, []byte(strings.Replace(string(b), c.from, c.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"train", "-config", rc, "-out", filepath.Join(t.TempDir(), "r")}
+		_, _, stderr := runCLI(t, args...)
+		check(args[:2], stderr, c.want)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/optim"
 	"github.com/locusml/locus/train"
 )
@@ -317,7 +318,7 @@ func (k optimizerKind) MarshalText() ([]byte, error) { return []byte(k), nil }
 // UnmarshalText accepts the name of an optimizer.
 func (k *optimizerKind) UnmarshalText(b []byte) error {
 	if _, ok := optimizers[optimizerKind(b)]; !ok {
-		return fmt.Errorf("unknown optimizer %q (valid: %s)", b, strings.Join(optimizerNames(), ", "))
+		return fmt.Errorf("unknown optimizer %s (valid: %s)", quote.Text(string(b)), strings.Join(optimizerNames(), ", "))
 	}
 	*k = optimizerKind(b)
 	return nil
@@ -344,7 +345,7 @@ func (k scheduleKind) MarshalText() ([]byte, error) { return []byte(k), nil }
 // UnmarshalText accepts the name of a schedule.
 func (k *scheduleKind) UnmarshalText(b []byte) error {
 	if !slices.Contains(scheduleNames(), string(b)) {
-		return fmt.Errorf("unknown schedule %q (valid: %s)", b, strings.Join(scheduleNames(), ", "))
+		return fmt.Errorf("unknown schedule %s (valid: %s)", quote.Text(string(b)), strings.Join(scheduleNames(), ", "))
 	}
 	*k = scheduleKind(b)
 	return nil
@@ -438,13 +439,13 @@ func (b *betas) Set(s string) error { return b.UnmarshalText([]byte(s)) }
 func (b *betas) UnmarshalText(text []byte) error {
 	s1, s2, ok := strings.Cut(string(text), ",")
 	if !ok {
-		return fmt.Errorf("betas %q: want two numbers, as in 0.9,0.999", text)
+		return fmt.Errorf("betas %s: want two numbers, as in 0.9,0.999", quote.Text(string(text)))
 	}
 	var v betas
 	for i, s := range []string{s1, s2} {
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || !(f >= 0 && f < 1) {
-			return fmt.Errorf("betas %q: want two numbers in [0, 1), as in 0.9,0.999", text)
+			return fmt.Errorf("betas %s: want two numbers in [0, 1), as in 0.9,0.999", quote.Text(string(text)))
 		}
 		v[i] = f
 	}
@@ -467,7 +468,7 @@ func (m bestMode) MarshalText() ([]byte, error) { return []byte(m), nil }
 // UnmarshalText accepts "min" or "max".
 func (m *bestMode) UnmarshalText(b []byte) error {
 	if bestMode(b) != bestMin && bestMode(b) != bestMax {
-		return fmt.Errorf("best mode %q: want min or max", b)
+		return fmt.Errorf("best mode %s: want min or max", quote.Text(string(b)))
 	}
 	*m = bestMode(b)
 	return nil
@@ -492,7 +493,7 @@ func (d *dtypeName) UnmarshalText(b []byte) error {
 	case "float64":
 		d.Dtype = autodiff.Float64
 	default:
-		return fmt.Errorf("dtype %q: want float32 or float64", b)
+		return fmt.Errorf("dtype %s: want float32 or float64", quote.Text(string(b)))
 	}
 	return nil
 }
@@ -506,7 +507,7 @@ func unknownKey(what, prefix, key string, valid []string) error {
 			near, best = v, d
 		}
 	}
-	return usageErrorf("%s: unknown key %q (did you mean %q?)", what, prefix+key, prefix+near)
+	return usageErrorf("%s: unknown key %s (did you mean %q?)", what, quote.Text(prefix+key), prefix+near)
 }
 
 // editDistance is the Levenshtein distance between a and b.

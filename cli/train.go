@@ -21,6 +21,7 @@ import (
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/dist"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
@@ -138,7 +139,7 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 			return err
 		}
 		if fam = families[rc.Family]; fam == nil {
-			return fmt.Errorf("%s: model family %q is not one the command line knows (%s)", f.config, rc.Family, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
+			return fmt.Errorf("%s: model family %s is not one the command line knows (%s)", f.config, quote.Text(rc.Family), strings.Join(slices.Sorted(maps.Keys(families)), ", "))
 		}
 		saved, err := f.takeFrom(fs, savedRun{fam, rc.ModelConfig, rc.DataConfig, rc.Train, f.config}, false)
 		if err != nil {

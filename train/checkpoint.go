@@ -15,8 +15,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/optim"
 	"gorgonia.org/tensor"
@@ -295,7 +297,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 		case OptimizerFile:
 			dst = &ck.Optimizer
 		default:
-			return nil, fmt.Errorf("load checkpoint %s: unknown file %q", metaPath, name)
+			return nil, fmt.Errorf("load checkpoint %s: unknown file %s", metaPath, quote.Text(name))
 		}
 		file := filepath.Join(dir, name)
 		ts, err := readChecked(file, info)
@@ -361,8 +363,8 @@ func resolveCheckpointDir(path string) (string, error) {
 	b, err := regularfile.ReadFile(filepath.Join(path, LatestFile), maxLatestBytes)
 	if err == nil {
 		name := strings.TrimSpace(string(b))
-		if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
-			return "", fmt.Errorf("%s holds %q, not the name of a checkpoint directory", LatestFile, name)
+		if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			return "", fmt.Errorf("%s holds %s, not the name of a checkpoint directory", LatestFile, quote.Text(name))
 		}
 		return filepath.Join(path, name), nil
 	}

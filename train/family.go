@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 )
 
 // Model is a trainable model as a checkpoint rebuilds it: its graph over the parameters
@@ -93,7 +95,14 @@ func MissingConfig(raw json.RawMessage) bool {
 func DecodeConfig(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	err := dec.Decode(v)
+	// The decoder echoes an unknown key whole: quote it short, as every echo of a file.
+	if key, ok := strings.CutPrefix(fmt.Sprint(err), "json: unknown field "); ok {
+		if k, uerr := strconv.Unquote(key); uerr == nil {
+			return fmt.Errorf("json: unknown field %s", quote.Text(k))
+		}
+	}
+	return err
 }
 
 // Loaded is a model rebuilt from a checkpoint, its weights restored.
@@ -129,7 +138,7 @@ func BuildModel(family string, config json.RawMessage, ps *autodiff.Params) (Mod
 	case !ok && family == "":
 		return nil, fmt.Errorf("no model family recorded (written without Loop.Family): cannot rebuild the model")
 	case !ok:
-		return nil, fmt.Errorf("unknown model family %q (registered: %s)", family, strings.Join(Families(), ", "))
+		return nil, fmt.Errorf("unknown model family %s (registered: %s)", quote.Text(family), strings.Join(Families(), ", "))
 	case MissingConfig(config):
 		return nil, fmt.Errorf("the model configuration is missing (empty or null)")
 	}

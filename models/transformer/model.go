@@ -11,6 +11,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/train"
 )
@@ -55,7 +56,7 @@ func (a *Arch) UnmarshalText(b []byte) error {
 		*a = Arch(i)
 		return nil
 	}
-	return fmt.Errorf("unknown architecture %q (valid: %s)", b, strings.Join(archNames, ", "))
+	return fmt.Errorf("unknown architecture %s (valid: %s)", quote.Text(string(b)), strings.Join(archNames, ", "))
 }
 
 // Decodes reports whether the architecture generates tokens one at a time (lm, encdec).
