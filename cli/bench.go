@@ -78,7 +78,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn, dae: batch size (0: the workload's)")
 	fs.StringVar(&shape.Kernel, "kernel", "", "charlm: attention kernel spec (default exponential)")
 	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
-	fs.IntVar(&shape.RandomFeatures, "random-features", 0, "charlm: random-feature attention with M features (0: exact)")
+	fs.IntVar(&shape.RandomFeatures, "random-features", 0, fmt.Sprintf("charlm: random-feature attention with M features, at most %d (0: exact)", layers.MaxRandomFeatures))
 	fs.TextVar(&shape.Bandwidth, "bandwidth", layers.BandwidthFixed, "charlm: bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
 	fs.IntVar(&shape.Shards, "shards", 0, "parts of each batch run at once, one per core, each part's operations serial (0: one per GOMAXPROCS; 1: the batch whole, every operation split across cores)")
 	if err := parseFlags(fs, args); err != nil {

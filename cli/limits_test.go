@@ -251,3 +251,53 @@ func TestFileTextEchoedShortAndQuoted(t *testing.T) {
 		check(args[:2], stderr, c.want)
 	}
 }
+
+// TestLimitsSameFromFlagsRunFilesAndCheckpoints: a size beyond its limit gets the same
+// message from a flag, a run file and a checkpoint, since one Validate checks all three.
+func TestLimitsSameFromFlagsRunFilesAndCheckpoints(t *testing.T) {
+	for _, c := range []struct {
+		flag, section, key string
+		value              float64
+		want               string
+	}{
+		{"random-features", "model_config", "random_features", 1e12, "random_features 1000000000000, want 0 (exact attention) to 16384"},
+		{"accum", "train_config", "accum", 1e15, "-accum must be in 1..4096, got 1000000000000000"},
+		{"eval-n", "train_config", "eval_n", 2e9, "-eval-n 2000000000, want at most 1048576"},
+	} {
+		run := charRun(t)
+		b, err := os.ReadFile(filepath.Join(run, runConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "r")
+		args := append(charlmArgs(tinyCorpus(t), out), "-"+c.flag, strconv.FormatFloat(c.value, 'f', -1, 64))
+		checkFails(t, 2, c.want, args...)
+		// The run file: the same key in its model_config or train.
+		section := map[string]string{"model_config": `"model_config": {`, "train_config": `"train": {`}[c.section]
+		rc := filepath.Join(t.TempDir(), "config.json")
+		edited := strings.Replace(string(b), section, section+`"`+c.key+`": `+strconv.FormatFloat(c.value, 'f', -1, 64)+", ", 1)
+		if c.section == "train_config" { // the key is there already: drop the old one
+			edited = regexp.MustCompile(`(?s)("`+c.key+`": [0-9]+, .*)"`+c.key+`": [0-9]+,?`).ReplaceAllString(edited, "$1")
+		}
+		if err := os.WriteFile(rc, []byte(edited), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _, stderr := runCLI(t, "train", "-config", rc, "-out", out)
+		if !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("-config with %s %g: stderr %q, want one line with %q", c.key, c.value, stderr, c.want)
+		}
+		editMeta(t, run, c.section, c.key, c.value)
+		readersOf := readers(run)
+		if c.section == "train_config" {
+			readersOf = readersOf[len(readersOf)-1:] // only resume reads the training settings
+		}
+		for _, args := range readersOf {
+			_, _, stderr := runCLI(t, args...)
+			last := strings.TrimSpace(stderr)
+			last = last[strings.LastIndex(last, "\n")+1:]
+			if !strings.Contains(last, c.want) {
+				t.Errorf("%v with %s %g in the checkpoint: stderr %q, want %q", args, c.key, c.value, stderr, c.want)
+			}
+		}
+	}
+}

@@ -72,7 +72,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.IntVar(&f.dff, "dff", 256, "feed-forward width")
 	fs.BoolVar(&f.postLN, "postln", false, "post-LN blocks instead of pre-LN")
 	fs.Float64Var(&f.dropout, "dropout", 0, "dropout probability")
-	fs.IntVar(&f.randomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")
+	fs.IntVar(&f.randomFeatures, "random-features", 0, fmt.Sprintf("transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+), at most %d; 0: exact attention", layers.MaxRandomFeatures))
 	fs.IntVar(&f.batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed (parameters and data)")
 	fs.IntVar(&f.seqLen, "seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
