@@ -260,7 +260,7 @@ func TestLimitsSameFromFlagsRunFilesAndCheckpoints(t *testing.T) {
 		value              float64
 		want               string
 	}{
-		{"random-features", "model_config", "random_features", 1e12, "random_features 1000000000000, want 0 (exact attention) to 16384"},
+		{"random-features", "model_config", "random_features", 1e12, "random_features 1000000000000, want 0 (exact attention) to 65536"},
 		{"accum", "train_config", "accum", 1e15, "-accum must be in 1..4096, got 1000000000000000"},
 		{"eval-n", "train_config", "eval_n", 2e9, "-eval-n 2000000000, want at most 1048576"},
 	} {

@@ -38,9 +38,9 @@ import (
 
 // MaxRandomFeatures bounds AttentionConfig.RandomFeatures, so that a mistyped size is an
 // error before the feature rows are allocated: the estimator's error falls only as 1/√m,
-// and at this many features (256 per dimension of a 64-wide head) it is exact attention's
-// in all but cost.
-const MaxRandomFeatures = 1 << 14
+// and at this many features (1024 per dimension of a 64-wide head, 32 MB of rows per
+// layer) it is exact attention's in all but cost.
+const MaxRandomFeatures = 1 << 16
 
 // randomFeatureCheck returns why cfg with kernel kern cannot use random features, or nil.
 func randomFeatureCheck(cfg AttentionConfig, kern ContentKernel) error {
