@@ -80,7 +80,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.IntVar(&st.DecayEvery, "decay-every", 0, "step: multiply the learning rate by -gamma every this many steps (required)")
 	fs.Float64Var(&st.Gamma, "gamma", 0, "step: the decay factor (default 0.1); exponential: the factor per step (required)")
 	fs.Float64Var(&st.Clip, "clip", 0, "clip the global gradient norm to this value (0: no clipping)")
-	fs.IntVar(&st.Accum, "accum", 1, "gradient accumulation: batches per optimizer step")
+	fs.IntVar(&st.Accum, "accum", 1, fmt.Sprintf("gradient accumulation: batches per optimizer step (at most %d)", train.MaxAccumulate))
 	fs.IntVar(&st.Patience, "patience", 0, "stop after this many evaluations without improvement of -best (0: never)")
 	fs.StringVar(&st.Best, "best", "", "metric that selects the best checkpoint and early stopping, e.g. val_seq_acc (default: val_loss; dae, ldae: val_mse_clean)")
 	fs.TextVar(&st.BestMode, "best-mode", bestMin, "whether -best is better when lower (min) or higher (max)")

@@ -252,7 +252,7 @@ func (l *Loop) validate() error {
 		errs = append(errs, fmt.Errorf("Loop.Steps is %d, want > 0", l.Steps))
 	}
 	if l.Accumulate > MaxAccumulate {
-		errs = append(errs, fmt.Errorf("Accumulate is %d, want at most %d", l.Accumulate, MaxAccumulate))
+		errs = append(errs, fmt.Errorf("Loop.Accumulate is %d, want at most %d", l.Accumulate, MaxAccumulate))
 	}
 	for name, v := range map[string]int{"EvalEvery": l.EvalEvery, "LogEvery": l.LogEvery,
 		"CheckpointEvery": l.CheckpointEvery, "KeepLast": l.KeepLast, "Patience": l.Patience, "Accumulate": l.Accumulate} {
