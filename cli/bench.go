@@ -16,6 +16,7 @@ import (
 
 	"github.com/locusml/locus/bench"
 	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/models/transformer"
 )
 
 func init() {
@@ -76,10 +77,13 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn, dae: batch size (0: the workload's)")
 	fs.StringVar(&shape.Kernel, "kernel", "", "charlm: attention kernel spec (default exponential)")
 	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
-	fs.IntVar(&shape.RandomFeatures, "random-features", 0, "charlm: random-feature attention with M features (0: exact)")
+	fs.IntVar(&shape.RandomFeatures, "random-features", 0, fmt.Sprintf("charlm: random-feature attention with M features, at most %d (0: exact)", layers.MaxRandomFeatures))
 	fs.TextVar(&shape.Bandwidth, "bandwidth", layers.BandwidthFixed, "charlm: bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
 	fs.IntVar(&shape.Shards, "shards", 0, "parts of each batch run at once, one per core, each part's operations serial (0: one per GOMAXPROCS; 1: the batch whole, every operation split across cores)")
 	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := checkBenchSizes(*steps, *warmup, shape); err != nil {
 		return err
 	}
 	if *workload == "e2e" {
@@ -187,6 +191,30 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	printResult(stdout, res)
+	return nil
+}
+
+// maxBenchSteps bounds -steps and -warmup: a workload prepares its batches for all of
+// them before the first.
+const maxBenchSteps = 1 << 20
+
+// checkBenchSizes refuses sizes beyond what the workloads' models accept, naming the
+// flag, before anything is built.
+func checkBenchSizes(steps, warmup int, s bench.Shape) error {
+	for _, c := range []struct {
+		flag   string
+		v, max int
+	}{
+		{"steps", steps, maxBenchSteps},
+		{"warmup", warmup, maxBenchSteps},
+		{"seqlen", s.SeqLen, transformer.MaxLen},
+		{"batch", s.Batch, transformer.MaxBatch},
+		{"random-features", s.RandomFeatures, layers.MaxRandomFeatures},
+	} {
+		if c.v > c.max {
+			return usageErrorf("-%s %d, want at most %d", c.flag, c.v, c.max)
+		}
+	}
 	return nil
 }
 

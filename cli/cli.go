@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -141,5 +142,25 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	case fs.NArg() > 0:
 		return usageErrorf("unexpected argument %q", fs.Arg(0))
 	}
+	if err := checkFinite(fs); err != nil {
+		return usageErrorf("%v", err)
+	}
 	return nil
+}
+
+// checkFinite refuses a float flag of fs that holds Inf or NaN, which strconv parses but
+// no setting means (and JSON cannot save): every command's flags, and the settings a run
+// file or checkpoint sets through them, get this one check before anything runs.
+func checkFinite(fs *flag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(fl *flag.Flag) {
+		g, ok := fl.Value.(flag.Getter)
+		if !ok || err != nil {
+			return
+		}
+		if v, ok := g.Get().(float64); ok && (math.IsInf(v, 0) || math.IsNaN(v)) {
+			err = fmt.Errorf("-%s %v: want a finite number", fl.Name, v)
+		}
+	})
+	return err
 }

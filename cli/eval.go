@@ -29,14 +29,14 @@ func init() {
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", "-ckpt DIR [-n 1000] [-seed 12345] [-json]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	n := fs.Int("n", 1000, "validation examples (charlm: windows)")
+	n := fs.Int("n", 1000, fmt.Sprintf("validation examples (charlm: windows), at most %d", maxEvalN))
 	seed := fs.Uint64("seed", 12345, "seed of the fresh validation data")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *n <= 0 {
-		return usageErrorf("-n must be > 0, got %d", *n)
+	if *n <= 0 || *n > maxEvalN {
+		return usageErrorf("-n must be in 1..%d, got %d", maxEvalN, *n)
 	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
@@ -92,15 +92,15 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err := checkConfigs(ck); err != nil {
 		return err
 	}
+	if err := checkExportable(ck, *format); err != nil {
+		return err
+	}
 	var n int
 	for _, t := range ck.Params {
 		n += t.Shape().TotalSize()
 	}
 	switch *format {
 	case formatTorch:
-		if err := torchExportable(ck); err != nil {
-			return err
-		}
 		meta := map[string]string{"format": "pt", train.MetaConfig: string(ck.ModelConfig), train.MetaFamily: ck.Family, train.MetaStep: fmt.Sprint(ck.Step)}
 		if err := train.ExportSafetensors(*out, ck.Params, meta); err != nil {
 			return err
@@ -148,6 +148,21 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 			sig = append(sig, fmt.Sprintf("%s %s [%s]", v.Name, v.Type, strings.Join(dims, ", ")))
 		}
 		fmt.Fprintf(stdout, "wrote %s: ONNX opset 17, %d parameters; inputs and outputs: %s\n", *out, n, strings.Join(sig, "; "))
+	}
+	return nil
+}
+
+// checkExportable returns nil if the checkpoint may be exported in the format, before
+// anything is written: its model is rebuilt as eval rebuilds it (a family this program
+// knows, a valid configuration, and every tensor a parameter of that model with its
+// shape and a float dtype, none missing and none extra), and for -format torch it must
+// be the standard Transformer that PyTorch's reference LM computes.
+func checkExportable(ck *train.Checkpoint, format string) error {
+	if _, err := loadModelOnly(ck); err != nil {
+		return err
+	}
+	if format == formatTorch {
+		return torchExportable(ck)
 	}
 	return nil
 }
@@ -257,11 +272,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// maxSampleN bounds sample -n: the characters are generated one model step each and
+// printed at the end, so a mistyped count would run for days without a word.
+const maxSampleN = 1 << 20
+
 func runSample(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sample", "-ckpt DIR -prompt TEXT [-n 200] [-temperature 0.8] [-topk 0] [-topp 0]", stderr)
 	ckpt := fs.String("ckpt", "", "character LM checkpoint or run directory")
 	prompt := fs.String("prompt", "", "text to continue (empty: start at the beginning of a line)")
-	n := fs.Int("n", 200, "characters to generate")
+	n := fs.Int("n", 200, fmt.Sprintf("characters to generate (at most %d)", maxSampleN))
 	temp := fs.Float64("temperature", 0.8, "sampling temperature (0: greedy)")
 	topK := fs.Int("topk", 0, "keep the k most likely characters (0: all)")
 	topP := fs.Float64("topp", 0, "nucleus sampling threshold (0: off)")
@@ -273,8 +292,8 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := smp.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	if *n <= 0 {
-		return usageErrorf("-n must be > 0, got %d", *n)
+	if *n <= 0 || *n > maxSampleN {
+		return usageErrorf("-n must be in 1..%d, got %d", maxSampleN, *n)
 	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {

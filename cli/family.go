@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
@@ -108,7 +109,7 @@ func familyOfKind(kind string) (string, Family, error) {
 		}
 	}
 	sort.Strings(all)
-	return "", nil, usageErrorf("unknown -model %q (valid: %s)", kind, strings.Join(all, ", "))
+	return "", nil, usageErrorf("unknown -model %s (valid: %s)", quote.Text(kind), strings.Join(all, ", "))
 }
 
 // checkpointFamily returns the family of a checkpoint. Checkpoints that the command
@@ -124,7 +125,7 @@ func checkpointFamily(ck *train.Checkpoint) (string, Family, error) {
 	}
 	f, ok := families[name]
 	if !ok {
-		return name, nil, fmt.Errorf("%s: model family %q is not one this program knows (%s): a family of your own needs a locus binary that registers it (cli.RegisterFamily)", ck.Dir, name, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
+		return name, nil, fmt.Errorf("%s: model family %s is not one this program knows (%s): a family of your own needs a locus binary that registers it (cli.RegisterFamily)", ck.Dir, quote.Text(name), strings.Join(slices.Sorted(maps.Keys(families)), ", "))
 	}
 	return name, f, nil
 }
@@ -254,7 +255,7 @@ func loadModelOnly(ck *train.Checkpoint) (Session, error) {
 	}
 	s, err := fam.Open(ck.ModelConfig, nil, ps)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
 	}
 	return s, ck.ApplyParams(ps)
 }

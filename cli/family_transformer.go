@@ -10,6 +10,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
@@ -41,7 +42,7 @@ func (transformerFamily) Configs(f *ModelFlags) (any, any, error) {
 	default:
 		d.TaskConfig = datasets.TaskConfig{SeqLen: f.SeqLen, CorruptRate: f.CorruptRate, CorruptMode: f.CorruptMode}
 		if !slices.Contains(datasets.TaskNames(), f.Task) {
-			return nil, nil, usageErrorf("unknown -task %q (valid: %s, charlm, mnist)", f.Task, strings.Join(datasets.TaskNames(), ", "))
+			return nil, nil, usageErrorf("unknown -task %s (valid: %s, charlm, mnist)", quote.Text(f.Task), strings.Join(datasets.TaskNames(), ", "))
 		}
 		if _, err := datasets.TaskByName(f.Task, d.TaskConfig); err != nil {
 			return nil, nil, usageErrorf("%v", err) // a bad -seqlen or -corrupt-* value

@@ -355,8 +355,8 @@ func TestCorpusTooShortFailsBeforeStepOne(t *testing.T) {
 }
 
 func TestDAESigmaNaNRefused(t *testing.T) {
-	for _, v := range []string{"NaN", "Inf", "-1"} {
-		checkFails(t, 2, "want a finite value >= 0", "train", "-model", "dae", "-sigma", v, "-steps", "1", "-out", filepath.Join(t.TempDir(), "run"))
+	for v, want := range map[string]string{"NaN": "-sigma NaN: want a finite number", "Inf": "-sigma +Inf: want a finite number", "-1": "want a finite value >= 0"} {
+		checkFails(t, 2, want, "train", "-model", "dae", "-sigma", v, "-steps", "1", "-out", filepath.Join(t.TempDir(), "run"))
 	}
 }
 

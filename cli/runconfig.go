@@ -74,8 +74,13 @@ func readRunConfig(path string) (*runConfig, error) {
 	if err := json.Unmarshal(b, &rc); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if rc.Family == "" || len(rc.ModelConfig) == 0 {
+	switch {
+	case rc.Family == "" && train.MissingConfig(rc.ModelConfig):
 		return nil, fmt.Errorf("%s: not a run file (model_family and model_config are missing)", path)
+	case rc.Family == "":
+		return nil, fmt.Errorf("%s: model_family is missing", path)
+	case train.MissingConfig(rc.ModelConfig):
+		return nil, fmt.Errorf("%s: model_config is missing (empty or null)", path)
 	}
 	if fam := families[rc.Family]; fam != nil {
 		model, data := fam.ConfigTypes()

@@ -12,7 +12,9 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/optim"
+	"github.com/locusml/locus/train"
 )
 
 // trainSettings are the training settings saved with a run (the checkpoint's
@@ -78,12 +80,12 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.IntVar(&st.DecayEvery, "decay-every", 0, "step: multiply the learning rate by -gamma every this many steps (required)")
 	fs.Float64Var(&st.Gamma, "gamma", 0, "step: the decay factor (default 0.1); exponential: the factor per step (required)")
 	fs.Float64Var(&st.Clip, "clip", 0, "clip the global gradient norm to this value (0: no clipping)")
-	fs.IntVar(&st.Accum, "accum", 1, "gradient accumulation: batches per optimizer step")
+	fs.IntVar(&st.Accum, "accum", 1, fmt.Sprintf("gradient accumulation: batches per optimizer step (at most %d)", train.MaxAccumulate))
 	fs.IntVar(&st.Patience, "patience", 0, "stop after this many evaluations without improvement of -best (0: never)")
 	fs.StringVar(&st.Best, "best", "", "metric that selects the best checkpoint and early stopping, e.g. val_seq_acc (default: val_loss; dae, ldae: val_mse_clean)")
 	fs.TextVar(&st.BestMode, "best-mode", bestMin, "whether -best is better when lower (min) or higher (max)")
 	fs.IntVar(&st.EvalEvery, "eval-every", 200, "evaluate and checkpoint every N steps (0: at the end only)")
-	fs.IntVar(&st.EvalN, "eval-n", 1000, "validation examples per evaluation")
+	fs.IntVar(&st.EvalN, "eval-n", 1000, fmt.Sprintf("validation examples per evaluation (at most %d)", maxEvalN))
 	fs.IntVar(&st.Keep, "keep", 3, "step checkpoints to keep (0: all); best/ is kept apart")
 	fs.TextVar(&st.Dtype, "dtype", dtypeName{autodiff.Float32}, "parameter and activation type: float32 or float64")
 	fs.Var(&st.Threads, "threads", "GOMAXPROCS while training (0: leave as is; at most 64 per CPU)")
@@ -258,6 +260,9 @@ func readSettings(raw json.RawMessage, fs *flag.FlagSet, st *trainSettings, what
 	if err := resolveSettings(fs, st, given); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if err := checkFinite(fs); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	return nil
 }
 
@@ -313,7 +318,7 @@ func (k optimizerKind) MarshalText() ([]byte, error) { return []byte(k), nil }
 // UnmarshalText accepts the name of an optimizer.
 func (k *optimizerKind) UnmarshalText(b []byte) error {
 	if _, ok := optimizers[optimizerKind(b)]; !ok {
-		return fmt.Errorf("unknown optimizer %q (valid: %s)", b, strings.Join(optimizerNames(), ", "))
+		return fmt.Errorf("unknown optimizer %s (valid: %s)", quote.Text(string(b)), strings.Join(optimizerNames(), ", "))
 	}
 	*k = optimizerKind(b)
 	return nil
@@ -340,7 +345,7 @@ func (k scheduleKind) MarshalText() ([]byte, error) { return []byte(k), nil }
 // UnmarshalText accepts the name of a schedule.
 func (k *scheduleKind) UnmarshalText(b []byte) error {
 	if !slices.Contains(scheduleNames(), string(b)) {
-		return fmt.Errorf("unknown schedule %q (valid: %s)", b, strings.Join(scheduleNames(), ", "))
+		return fmt.Errorf("unknown schedule %s (valid: %s)", quote.Text(string(b)), strings.Join(scheduleNames(), ", "))
 	}
 	*k = scheduleKind(b)
 	return nil
@@ -397,10 +402,12 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-lr must be > 0, got %g", st.LR)
 	case st.EvalEvery < 0 || st.EvalN <= 0:
 		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
+	case st.EvalN > maxEvalN:
+		return usageErrorf("-eval-n %d, want at most %d", st.EvalN, maxEvalN)
 	case st.Keep < 0:
 		return usageErrorf("-keep must be >= 0, got %d", st.Keep)
-	case st.Accum < 1:
-		return usageErrorf("-accum must be >= 1, got %d", st.Accum)
+	case st.Accum < 1 || st.Accum > train.MaxAccumulate:
+		return usageErrorf("-accum must be in 1..%d, got %d", train.MaxAccumulate, st.Accum)
 	case !(st.Clip >= 0):
 		return usageErrorf("-clip must be >= 0, got %g", st.Clip)
 	case st.Patience < 0 || st.Warmup < 0 || st.Shards < 0:
@@ -432,6 +439,11 @@ func (st trainSettings) validate() error {
 	return nil
 }
 
+// maxEvalN bounds the validation examples of one evaluation (train -eval-n, eval -n), so
+// that a mistyped size is an error instead of an evaluation that runs for hours: at least
+// a hundred times any reference workload's evaluation set (MNIST's test set is 10000).
+const maxEvalN = 1 << 20
+
 // betas are Adam's β1 and β2, as text "0.9,0.999".
 type betas [2]float64
 
@@ -453,13 +465,13 @@ func (b *betas) Set(s string) error { return b.UnmarshalText([]byte(s)) }
 func (b *betas) UnmarshalText(text []byte) error {
 	s1, s2, ok := strings.Cut(string(text), ",")
 	if !ok {
-		return fmt.Errorf("betas %q: want two numbers, as in 0.9,0.999", text)
+		return fmt.Errorf("betas %s: want two numbers, as in 0.9,0.999", quote.Text(string(text)))
 	}
 	var v betas
 	for i, s := range []string{s1, s2} {
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil || !(f >= 0 && f < 1) {
-			return fmt.Errorf("betas %q: want two numbers in [0, 1), as in 0.9,0.999", text)
+			return fmt.Errorf("betas %s: want two numbers in [0, 1), as in 0.9,0.999", quote.Text(string(text)))
 		}
 		v[i] = f
 	}
@@ -482,7 +494,7 @@ func (m bestMode) MarshalText() ([]byte, error) { return []byte(m), nil }
 // UnmarshalText accepts "min" or "max".
 func (m *bestMode) UnmarshalText(b []byte) error {
 	if bestMode(b) != bestMin && bestMode(b) != bestMax {
-		return fmt.Errorf("best mode %q: want min or max", b)
+		return fmt.Errorf("best mode %s: want min or max", quote.Text(string(b)))
 	}
 	*m = bestMode(b)
 	return nil
@@ -507,7 +519,7 @@ func (d *dtypeName) UnmarshalText(b []byte) error {
 	case "float64":
 		d.Dtype = autodiff.Float64
 	default:
-		return fmt.Errorf("dtype %q: want float32 or float64", b)
+		return fmt.Errorf("dtype %s: want float32 or float64", quote.Text(string(b)))
 	}
 	return nil
 }
@@ -521,7 +533,7 @@ func unknownKey(what, prefix, key string, valid []string) error {
 			near, best = v, d
 		}
 	}
-	return usageErrorf("%s: unknown key %q (did you mean %q?)", what, prefix+key, prefix+near)
+	return usageErrorf("%s: unknown key %s (did you mean %q?)", what, quote.Text(prefix+key), prefix+near)
 }
 
 // editDistance is the Levenshtein distance between a and b.

@@ -105,7 +105,7 @@ func TestSettingsFlags(t *testing.T) {
 		{[]string{"-optim", "rmsprop", "-alpha", "0"}, "-alpha 0: want a value in (0, 1]"},
 		{[]string{"-betas", "0.9,0"}, "-betas 0.9,0: β2 0, want a value in (0, 1)"},
 		{[]string{"-min-lr", "1e-4"}, "-min-lr is for -schedule cosine"},
-		{[]string{"-accum", "0"}, "-accum must be >= 1"},
+		{[]string{"-accum", "0"}, "-accum must be in 1..4096, got 0"},
 		{[]string{"-dtype", "float16"}, `dtype "float16"`},
 		{[]string{"-best-mode", "up"}, "want min or max"},
 		{[]string{"-resume", dir, "-optim", "sgd"}, "-optim sgd differs from the checkpoint's adam"},

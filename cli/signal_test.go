@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -54,7 +55,7 @@ func helper(t *testing.T, mode string, args ...string) (*exec.Cmd, *bytes.Buffer
 // of SIGINT, with a one-line message and exit status 1.
 func TestCtrlCStopsEvaluation(t *testing.T) {
 	run := charRun(t)
-	cmd, out := helper(t, "run", "eval", "-ckpt", run, "-n", "100000000")
+	cmd, out := helper(t, "run", "eval", "-ckpt", run, "-n", strconv.Itoa(maxEvalN))
 	time.Sleep(700 * time.Millisecond)
 	t0 := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)

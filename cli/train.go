@@ -21,6 +21,7 @@ import (
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/dist"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
@@ -80,7 +81,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.IntVar(&f.DFF, "dff", 0, "feed-forward width (0: 4·-dmodel, 256 at -dmodel 64)")
 	fs.BoolVar(&f.PostLN, "postln", false, "post-LN blocks instead of pre-LN")
 	fs.Float64Var(&f.Dropout, "dropout", 0, "dropout probability")
-	fs.IntVar(&f.RandomFeatures, "random-features", 0, "transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+); 0: exact attention")
+	fs.IntVar(&f.RandomFeatures, "random-features", 0, fmt.Sprintf("transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+), at most %d; 0: exact attention", layers.MaxRandomFeatures))
 	fs.IntVar(&f.Batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
 	fs.Uint64Var(&f.Seed, "seed", 0, "random seed (parameters and data)")
 	fs.IntVar(&f.SeqLen, "seqlen", 0, "sequence length (0: the task's default; charlm: 64; denoise-*: the base task's)")
@@ -147,7 +148,7 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 			return err
 		}
 		if fam = families[rc.Family]; fam == nil {
-			return fmt.Errorf("%s: model family %q is not one the command line knows (%s)", f.config, rc.Family, strings.Join(slices.Sorted(maps.Keys(families)), ", "))
+			return fmt.Errorf("%s: model family %s is not one the command line knows (%s)", f.config, quote.Text(rc.Family), strings.Join(slices.Sorted(maps.Keys(families)), ", "))
 		}
 		saved, err := f.takeFrom(fs, savedRun{fam, rc.ModelConfig, rc.DataConfig, rc.Train, f.config}, false)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/locusml/locus/internal/quote"
 )
 
 // IgnoreIndex is the target value of positions that are not scored: the loss
@@ -183,7 +185,7 @@ func TaskByName(name string, cfg TaskConfig) (Task, error) {
 			bases = append(bases, base)
 		}
 		sort.Strings(bases)
-		return nil, fmt.Errorf("unknown task %q (valid: %s, and denoise-<task> for each)", name, strings.Join(bases, ", "))
+		return nil, fmt.Errorf("unknown task %s (valid: %s, and denoise-<task> for each)", quote.Text(name), strings.Join(bases, ", "))
 	}
 	return build(cfg)
 }

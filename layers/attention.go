@@ -128,8 +128,8 @@ func (c AttentionConfig) Validate() error {
 		return fmt.Errorf("AttentionConfig.Rotary needs an even head width, got %d", c.Dim/c.Heads)
 	case c.RotaryBase < 0:
 		return fmt.Errorf("AttentionConfig.RotaryBase = %g, want >= 0", c.RotaryBase)
-	case c.RandomFeatures < 0:
-		return fmt.Errorf("AttentionConfig.RandomFeatures = %d, want > 0 (or 0 for exact attention)", c.RandomFeatures)
+	case c.RandomFeatures < 0 || c.RandomFeatures > MaxRandomFeatures:
+		return fmt.Errorf("AttentionConfig.RandomFeatures = %d, want 0 (exact attention) to %d", c.RandomFeatures, MaxRandomFeatures)
 	case c.Tiling < TilingAuto || c.Tiling > TilingAlways:
 		return fmt.Errorf("AttentionConfig.Tiling = %v, want auto, never or always", c.Tiling)
 	}

@@ -83,7 +83,11 @@
 //	exponential * relbias(8) * causal    Product{Exponential{}, PositionProduct{...}}
 //	mixture(exponential, laplacian)      Mixture{...}, learned weights
 //
-// Parse errors give the column and list the valid names. Each form is registered by the
+// Parse errors give the column and list the valid names, echoing at most a short quoted
+// prefix of the spec. A spec longer than MaxSpecLen bytes (as written or in its canonical
+// form), nested deeper than MaxSpecDepth parentheses or with a mixture of more than
+// MaxMixtureComponents kernels is refused before anything is built, wherever it comes
+// from (a flag, a run file, a checkpoint). Each form is registered by the
 // file that defines its kernel (RegisterKernel), so a new kernel is one file: its type,
 // LogK, Scores and form (and, for the fused ops, its autodiff.PairKernel).
 //
@@ -164,9 +168,10 @@
 //
 // With AttentionConfig.RandomFeatures = m > 0 (randomfeatures.go), the exponential and
 // Gaussian kernels, alone or times causal, at a fixed, per-layer or per-head bandwidth,
-// are approximated by m positive orthogonal random features (FAVOR+): O(T·m·d_head) time
-// and memory, causal order by autodiff's CausalLinearAttention prefix sums. The features
-// are regenerated from RandomFeatureSeed and the layer's scope name; other kernels,
+// are approximated by m <= MaxRandomFeatures positive orthogonal random features
+// (FAVOR+): O(T·m·d_head) time and memory, causal order by autodiff's
+// CausalLinearAttention prefix sums. The features are regenerated from
+// RandomFeatureSeed and the layer's scope name; other kernels,
 // windows, hollow attention and per-query or kNN bandwidths are refused by
 // NewKernelAttention.
 package layers

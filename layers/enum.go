@@ -3,6 +3,8 @@ package layers
 import (
 	"fmt"
 	"strings"
+
+	"github.com/locusml/locus/internal/quote"
 )
 
 // The small choices of a layer configuration (bandwidth mode, activation,
@@ -25,7 +27,7 @@ func parseEnum[T ~int](what string, names []string, s string) (T, error) {
 			return T(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown %s %q (valid: %s)", what, s, strings.Join(names, ", "))
+	return 0, fmt.Errorf("unknown %s %s (valid: %s)", what, quote.Text(s), strings.Join(names, ", "))
 }
 
 // marshalEnum is MarshalText for an enumeration.

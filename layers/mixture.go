@@ -12,7 +12,7 @@ import (
 
 func init() {
 	RegisterKernel(KernelForm{
-		Name: "mixture", Syntax: "mixture(K1, K2, ...)", Example: "mixture(exponential, laplacian)", MinArgs: 1, MaxArgs: -1,
+		Name: "mixture", Syntax: "mixture(K1, K2, ...)", Example: "mixture(exponential, laplacian)", MinArgs: 1, MaxArgs: MaxMixtureComponents,
 		Doc: "log Σ_l softmax(a)_l K_l: content kernels with learned weights",
 		Parse: func(args []SpecArg) (Term, error) {
 			m := Mixture{Kernels: make([]ContentKernel, len(args))}
@@ -106,6 +106,9 @@ func (m Mixture) LogK(q, k []float64, h float64) float64 {
 func (m Mixture) Bind(s autodiff.Scope, heads int) (ContentKernel, error) {
 	if len(m.Kernels) == 0 {
 		return nil, fmt.Errorf("mixture kernel %q: no components", s.Name())
+	}
+	if len(m.Kernels) > MaxMixtureComponents {
+		return nil, fmt.Errorf("mixture kernel %q: %d components, want at most %d", s.Name(), len(m.Kernels), MaxMixtureComponents)
 	}
 	ks := make([]ContentKernel, len(m.Kernels))
 	for i, k := range m.Kernels {

@@ -36,10 +36,16 @@ import (
 // Per-query and kNN bandwidths, windows, hollow attention and position kernels other than
 // causal break the factorisation and are refused when the layer is built.
 
+// MaxRandomFeatures bounds AttentionConfig.RandomFeatures, so that a mistyped size is an
+// error before the feature rows are allocated: the estimator's error falls only as 1/√m,
+// and at this many features (1024 per dimension of a 64-wide head, 32 MB of rows per
+// layer) it is exact attention's in all but cost.
+const MaxRandomFeatures = 1 << 16
+
 // randomFeatureCheck returns why cfg with kernel kern cannot use random features, or nil.
 func randomFeatureCheck(cfg AttentionConfig, kern ContentKernel) error {
-	if cfg.RandomFeatures < 0 {
-		return fmt.Errorf("RandomFeatures = %d, want > 0 (or 0 for exact attention)", cfg.RandomFeatures)
+	if cfg.RandomFeatures < 0 || cfg.RandomFeatures > MaxRandomFeatures {
+		return fmt.Errorf("RandomFeatures = %d, want 0 (exact attention) to %d", cfg.RandomFeatures, MaxRandomFeatures)
 	}
 	if cfg.RandomFeatures == 0 {
 		return nil
@@ -66,7 +72,8 @@ func randomFeatureCheck(cfg AttentionConfig, kern ContentKernel) error {
 }
 
 // OrthogonalFeatures returns m orthogonal random feature rows of width d, row-major
-// [m, d], drawn from seed: blocks of d Gaussian rows orthogonalised by Gram–Schmidt, each
+// [m, d], drawn from seed (m at most MaxRandomFeatures, which AttentionConfig.Validate
+// checks): blocks of d Gaussian rows orthogonalised by Gram–Schmidt, each
 // row then scaled to the norm of an independent N(0, I_d) vector.
 func OrthogonalFeatures(m, d int, seed uint64) []float64 {
 	rng := rand.New(rand.NewPCG(seed, 0x6661766f72))

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/locusml/locus/internal/quote"
 )
 
 // The kernel spec language: every kernel, position kernel and combinator has a textual
@@ -22,6 +24,19 @@ import (
 // factors (causal, window) merge into one box, and a product without a content kernel
 // has the uniform content kernel (log K = 0). Each form is registered by the file that
 // defines its kernel (RegisterKernel), so a new kernel is one file.
+
+// Limits of the spec language, checked while parsing, before anything is built: far above
+// any kernel worth writing, low enough that a spec from a flag, a run file or a checkpoint
+// cannot exhaust the stack, the memory or the patience of the parser.
+const (
+	// MaxSpecLen bounds a spec's length in bytes, as written and in its canonical form
+	// (Name), so that every accepted spec's canonical form parses again.
+	MaxSpecLen = 4096
+	// MaxSpecDepth bounds the nesting of parentheses: groups and argument lists.
+	MaxSpecDepth = 32
+	// MaxMixtureComponents bounds the components of one mixture(...).
+	MaxMixtureComponents = 64
+)
 
 // Term is a parsed spec: a ContentKernel or a PositionKernel.
 type Term interface {
@@ -108,7 +123,7 @@ type SpecError struct {
 }
 
 func (e *SpecError) Error() string {
-	return fmt.Sprintf("kernel spec %q: at column %d: %s", e.Spec, e.Pos+1, e.Msg)
+	return fmt.Sprintf("kernel spec %s: at column %d: %s", quote.Text(e.Spec), e.Pos+1, e.Msg)
 }
 
 // SpecArg is one argument of a form: a number or a kernel expression.
@@ -129,7 +144,7 @@ func (a SpecArg) Errorf(format string, args ...any) error {
 // Float returns the argument as a number in [lo, hi]; what names it in errors.
 func (a SpecArg) Float(what string, lo, hi float64) (float64, error) {
 	if !a.isNum {
-		return 0, a.Errorf("%s: want a number, got %q", what, a.text)
+		return 0, a.Errorf("%s: want a number, got %s", what, quote.Text(a.text))
 	}
 	if !(a.num >= lo && a.num <= hi) {
 		return 0, a.Errorf("%s = %s, want a number in [%g, %g]", what, a.text, lo, hi)
@@ -152,7 +167,7 @@ func (a SpecArg) Int(what string, lo, hi int) (int, error) {
 // Content returns the argument as a content kernel without a position part.
 func (a SpecArg) Content(what string) (ContentKernel, error) {
 	if a.isNum || a.term == nil {
-		return nil, a.Errorf("%s: want a kernel, got %q", what, a.text)
+		return nil, a.Errorf("%s: want a kernel, got %s", what, quote.Text(a.text))
 	}
 	k, ok := a.term.(ContentKernel)
 	if _, pos := a.term.(PositionKernel); pos || !ok {
@@ -164,7 +179,7 @@ func (a SpecArg) Content(what string) (ContentKernel, error) {
 // Term returns the argument as a kernel expression (content or position).
 func (a SpecArg) Term(what string) (Term, error) {
 	if a.isNum || a.term == nil {
-		return nil, a.Errorf("%s: want a kernel, got %q", what, a.text)
+		return nil, a.Errorf("%s: want a kernel, got %s", what, quote.Text(a.text))
 	}
 	return a.term, nil
 }
@@ -172,7 +187,12 @@ func (a SpecArg) Term(what string) (Term, error) {
 // ParseKernel parses a kernel spec into the content kernel that attention and LocalMean
 // take: a product with a position part is a Product, and a spec made only of position
 // kernels gets the uniform content kernel. Errors give the column and list what is valid.
+// A spec longer than MaxSpecLen, nested deeper than MaxSpecDepth or with a mixture of more
+// than MaxMixtureComponents is refused.
 func ParseKernel(spec string) (ContentKernel, error) {
+	if len(spec) > MaxSpecLen {
+		return nil, &SpecError{Spec: spec, Msg: fmt.Sprintf("the spec is %d bytes long, want at most %d", len(spec), MaxSpecLen)}
+	}
 	p := &specParser{spec: spec}
 	p.next()
 	t, err := p.product()
@@ -182,7 +202,14 @@ func ParseKernel(spec string) (ContentKernel, error) {
 	if p.tok.kind != tokEOF {
 		return nil, p.errorf(p.tok.pos, "unexpected %s after a complete kernel%s", p.tok.describe(), plusHint(p.tok))
 	}
-	return asContent(spec, t)
+	k, err := asContent(spec, t)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(k.Name()); n > MaxSpecLen {
+		return nil, &SpecError{Spec: spec, Msg: fmt.Sprintf("the canonical form of the spec is %d bytes long, want at most %d", n, MaxSpecLen)}
+	}
+	return k, nil
 }
 
 // asContent turns a term into a content kernel: a lone position kernel becomes the
@@ -234,7 +261,7 @@ func unmarshalTerm[T Term](b []byte, dst *T) error {
 	v, ok := t.(T)
 	if !ok {
 		var zero T
-		return fmt.Errorf("kernel spec %q is %s, not a %T", b, k.Name(), zero)
+		return fmt.Errorf("kernel spec %s is %s, not a %T", quote.Text(string(b)), quote.Text(k.Name()), zero)
 	}
 	*dst = v
 	return nil
@@ -307,17 +334,26 @@ func (t token) describe() string {
 	case tokEOF:
 		return "end of spec"
 	case tokIdent:
-		return fmt.Sprintf("name %q", t.text)
+		return fmt.Sprintf("name %s", quote.Text(t.text))
 	case tokNumber:
 		return fmt.Sprintf("number %s", t.text)
 	}
-	return fmt.Sprintf("%q", t.text)
+	return quote.Text(t.text)
 }
 
 type specParser struct {
-	spec string
-	off  int
-	tok  token
+	spec  string
+	off   int
+	tok   token
+	depth int // open parentheses, groups and argument lists
+}
+
+// open enters a parenthesis at pos, refusing to nest deeper than MaxSpecDepth.
+func (p *specParser) open(pos int) error {
+	if p.depth++; p.depth > MaxSpecDepth {
+		return p.errorf(pos, "parentheses nested deeper than %d", MaxSpecDepth)
+	}
+	return nil
 }
 
 func (p *specParser) errorf(pos int, format string, args ...any) error {
@@ -455,6 +491,9 @@ func combine(factors []Term, errAt func(i int, format string, args ...any) error
 func (p *specParser) factor() (Term, error) {
 	switch p.tok.kind {
 	case tokLParen:
+		if err := p.open(p.tok.pos); err != nil {
+			return nil, err
+		}
 		p.next()
 		t, err := p.product()
 		if err != nil {
@@ -463,6 +502,7 @@ func (p *specParser) factor() (Term, error) {
 		if p.tok.kind != tokRParen {
 			return nil, p.errorf(p.tok.pos, "want ')', got %s", p.tok.describe())
 		}
+		p.depth--
 		p.next()
 		return t, nil
 	case tokIdent:
@@ -474,11 +514,14 @@ func (p *specParser) factor() (Term, error) {
 	name, pos := p.tok.text, p.tok.pos
 	form, ok := lookupForm(strings.ToLower(name))
 	if !ok {
-		return nil, p.errorf(pos, "unknown kernel %q (valid: %s)", name, strings.Join(KernelNames(), ", "))
+		return nil, p.errorf(pos, "unknown kernel %s (valid: %s)", quote.Text(name), strings.Join(KernelNames(), ", "))
 	}
 	p.next()
 	var args []SpecArg
 	if p.tok.kind == tokLParen {
+		if err := p.open(p.tok.pos); err != nil {
+			return nil, err
+		}
 		p.next()
 		for {
 			a, err := p.arg()
@@ -493,6 +536,7 @@ func (p *specParser) factor() (Term, error) {
 			if p.tok.kind != tokRParen {
 				return nil, p.errorf(p.tok.pos, "want ',' or ')' in %s, got %s", form.Syntax, p.tok.describe())
 			}
+			p.depth--
 			p.next()
 			break
 		}
@@ -543,7 +587,7 @@ func (p *specParser) arg() (SpecArg, error) {
 	if p.tok.kind == tokNumber {
 		v, err := strconv.ParseFloat(p.tok.text, 64)
 		if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-			return a, p.errorf(start, "bad number %q", p.tok.text)
+			return a, p.errorf(start, "bad number %s", quote.Text(p.tok.text))
 		}
 		a.isNum, a.num, a.text = true, v, p.tok.text
 		p.next()

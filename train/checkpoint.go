@@ -15,8 +15,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/optim"
 	"gorgonia.org/tensor"
@@ -295,7 +297,7 @@ func LoadCheckpoint(path string) (*Checkpoint, error) {
 		case OptimizerFile:
 			dst = &ck.Optimizer
 		default:
-			return nil, fmt.Errorf("load checkpoint %s: unknown file %q", metaPath, name)
+			return nil, fmt.Errorf("load checkpoint %s: unknown file %s", metaPath, quote.Text(name))
 		}
 		file := filepath.Join(dir, name)
 		ts, err := readChecked(file, info)
@@ -361,8 +363,8 @@ func resolveCheckpointDir(path string) (string, error) {
 	b, err := regularfile.ReadFile(filepath.Join(path, LatestFile), maxLatestBytes)
 	if err == nil {
 		name := strings.TrimSpace(string(b))
-		if name == "" || name != filepath.Base(name) || name == "." || name == ".." {
-			return "", fmt.Errorf("%s holds %q, not the name of a checkpoint directory", LatestFile, name)
+		if name == "" || name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsFunc(name, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			return "", fmt.Errorf("%s holds %s, not the name of a checkpoint directory", LatestFile, quote.Text(name))
 		}
 		return filepath.Join(path, name), nil
 	}
@@ -388,21 +390,21 @@ func (ck *Checkpoint) file(name string) string {
 
 // ApplyParams copies the checkpoint's parameter values into ps. Every parameter of ps
 // must be in the checkpoint with its shape, and the checkpoint may hold no other
-// tensor; Float32 and Float64 values are converted to the parameters' dtype. The error
-// lists every mismatch, naming the file, the tensor and the shapes. On error ps is
-// unchanged.
+// tensor; Float32 and Float64 values are converted to the parameters' dtype. The error,
+// one line, lists the first mismatches and counts the others, naming the file, the
+// tensor and the shapes. On error ps is unchanged.
 func (ck *Checkpoint) ApplyParams(ps *autodiff.Params) error {
 	file := ck.file(ModelFile)
-	var errs []error
+	var errs []string
 	fail := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("load checkpoint %s: "+format, append([]any{file}, args...)...))
+		errs = append(errs, fmt.Sprintf(format, args...))
 	}
 	for _, p := range ps.List() {
 		t, ok := ck.Params[p.Name()]
 		switch {
 		case !ok || t == nil:
 			fail("tensor %q is missing (parameter shape %v): the checkpoint is of another model", p.Name(), p.Shape())
-		case !t.Shape().Eq(tensor.Shape(p.Shape())):
+		case !slices.Equal([]int(t.Shape()), p.Shape()): // not Shape.Eq, for which [1 8] is [8]
 			fail("tensor %q: shape %s does not match parameter shape %v", p.Name(), shapeString(t.Shape()), p.Shape())
 		case t.Dtype() != tensor.Float32 && t.Dtype() != tensor.Float64:
 			fail("tensor %q: dtype %v, want float32 or float64", p.Name(), t.Dtype())
@@ -418,7 +420,12 @@ func (ck *Checkpoint) ApplyParams(ps *autodiff.Params) error {
 		}
 	}
 	if len(errs) > 0 {
-		return errors.Join(errs...)
+		// One line: the first few problems, and how many more.
+		const shown = 3
+		if len(errs) > shown {
+			errs = append(errs[:shown], fmt.Sprintf("and %d more", len(errs)-shown))
+		}
+		return fmt.Errorf("load checkpoint %s: %s", file, strings.Join(errs, "; "))
 	}
 	for _, p := range ps.List() {
 		if err := p.Set(ck.Params[p.Name()]); err != nil {

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/internal/quote"
 )
 
 // Model is a trainable model as a checkpoint rebuilds it: its graph over the parameters
@@ -61,6 +63,9 @@ type Config interface{ Validate() error }
 // it; what names the configuration in errors.
 func ParseConfig[C Config](what string, raw json.RawMessage) (C, error) {
 	var cfg C
+	if MissingConfig(raw) {
+		return cfg, fmt.Errorf("%s config is missing (model_config is empty or null)", what)
+	}
 	if err := DecodeConfig(raw, &cfg); err != nil {
 		return cfg, fmt.Errorf("%s config: %w", what, err)
 	}
@@ -79,12 +84,25 @@ func RegisterConfigFamily[C Config, M Model](name string, newModel func(C, *auto
 	})
 }
 
+// MissingConfig reports whether a saved configuration's JSON is absent: empty or null.
+func MissingConfig(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || bytes.Equal(t, []byte("null"))
+}
+
 // DecodeConfig reads a saved configuration into v, refusing fields v does not have, so
 // that a misspelt key in a hand-edited checkpoint is an error, not a silent default.
 func DecodeConfig(raw json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	return dec.Decode(v)
+	err := dec.Decode(v)
+	// The decoder echoes an unknown key whole: quote it short, as every echo of a file.
+	if key, ok := strings.CutPrefix(fmt.Sprint(err), "json: unknown field "); ok {
+		if k, uerr := strconv.Unquote(key); uerr == nil {
+			return fmt.Errorf("json: unknown field %s", quote.Text(k))
+		}
+	}
+	return err
 }
 
 // Loaded is a model rebuilt from a checkpoint, its weights restored.
@@ -120,9 +138,9 @@ func BuildModel(family string, config json.RawMessage, ps *autodiff.Params) (Mod
 	case !ok && family == "":
 		return nil, fmt.Errorf("no model family recorded (written without Loop.Family): cannot rebuild the model")
 	case !ok:
-		return nil, fmt.Errorf("unknown model family %q (registered: %s)", family, strings.Join(Families(), ", "))
-	case len(config) == 0:
-		return nil, fmt.Errorf("no model configuration")
+		return nil, fmt.Errorf("unknown model family %s (registered: %s)", quote.Text(family), strings.Join(Families(), ", "))
+	case MissingConfig(config):
+		return nil, fmt.Errorf("the model configuration is missing (empty or null)")
 	}
 	m, err := build(config, ps)
 	if err != nil {

@@ -26,6 +26,10 @@ import (
 // DefaultLogEvery is the logging interval of a Loop whose LogEvery is 0.
 const DefaultLogEvery = 10
 
+// MaxAccumulate bounds Loop.Accumulate: a step holds all its batches before it runs them,
+// so a mistyped count would exhaust the memory before the first step.
+const MaxAccumulate = 1 << 12
+
 // Batch is one training batch: the model's named inputs and its size.
 type Batch struct {
 	// Inputs are passed to autodiff.Model.ForwardBackward.
@@ -129,7 +133,8 @@ type Loop struct {
 
 	Steps int // total number of steps (> 0), counting those before a Resume
 	// Accumulate is the number of batches whose gradients make one step (gradient
-	// accumulation, optim.Accumulator); the step's loss is their mean. 0 means 1.
+	// accumulation, optim.Accumulator); the step's loss is their mean. 0 means 1; at
+	// most MaxAccumulate, since a step holds its batches.
 	Accumulate int
 
 	EvalEvery       int // evaluate every EvalEvery steps; 0: only at the end
@@ -254,6 +259,9 @@ func (l *Loop) validate() error {
 	}
 	if l.Steps <= 0 {
 		errs = append(errs, fmt.Errorf("Loop.Steps is %d, want > 0", l.Steps))
+	}
+	if l.Accumulate > MaxAccumulate {
+		errs = append(errs, fmt.Errorf("Loop.Accumulate is %d, want at most %d", l.Accumulate, MaxAccumulate))
 	}
 	for name, v := range map[string]int{"EvalEvery": l.EvalEvery, "LogEvery": l.LogEvery,
 		"CheckpointEvery": l.CheckpointEvery, "KeepLast": l.KeepLast, "Patience": l.Patience, "Accumulate": l.Accumulate} {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/layers"
 )
 
@@ -148,7 +149,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("dae config: need 0 < MinBandwidth (%g; 0 means %g) < InitBandwidth (%g)", c.MinBandwidth, defaultMinBandwidth, c.InitBandwidth)
 		}
 	default:
-		return fmt.Errorf("dae config: unknown kind %q (valid: %s, %s)", c.Kind, KindMLP, KindLocalized)
+		return fmt.Errorf("dae config: unknown kind %s (valid: %s, %s)", quote.Text(c.Kind), KindMLP, KindLocalized)
 	}
 	return nil
 }

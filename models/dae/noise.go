@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+
+	"github.com/locusml/locus/internal/quote"
 )
 
 // Corruption turns clean inputs into noisy ones. Corrupt writes the corrupted clean into
@@ -92,5 +94,5 @@ func NewCorruption(kind string, level float64) (Corruption, error) {
 		}
 		return SaltPepper{Fraction: level}, nil
 	}
-	return nil, fmt.Errorf("unknown noise %q (valid: %s)", kind, strings.Join([]string{NoiseGaussian, NoiseMask, NoiseSaltPepper}, ", "))
+	return nil, fmt.Errorf("unknown noise %s (valid: %s)", quote.Text(kind), strings.Join([]string{NoiseGaussian, NoiseMask, NoiseSaltPepper}, ", "))
 }

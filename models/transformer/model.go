@@ -1,14 +1,17 @@
 package transformer
 
 import (
+	"bytes"
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/train"
 )
@@ -53,7 +56,7 @@ func (a *Arch) UnmarshalText(b []byte) error {
 		*a = Arch(i)
 		return nil
 	}
-	return fmt.Errorf("unknown architecture %q (valid: %s)", b, strings.Join(archNames, ", "))
+	return fmt.Errorf("unknown architecture %s (valid: %s)", quote.Text(string(b)), strings.Join(archNames, ", "))
 }
 
 // Decodes reports whether the architecture generates tokens one at a time (lm, encdec).
@@ -130,25 +133,69 @@ func (c Config) MarshalJSON() ([]byte, error) {
 	return json.Marshal(p)
 }
 
+// standardFields classifies every field of Config for NonStandard, with why: a relevant
+// field changes the function that PyTorch's reference LM computes from the weights, so a
+// value other than standardReference's is non-standard; an irrelevant one does not (a
+// size, which the weights' shapes and the exported config carry, or a setting of
+// training only). A field missing here counts as relevant, so that a new option is
+// refused by the torch export until it is classified (TestNonStandardCoversEveryField).
+var standardFields = map[string]struct {
+	relevant bool
+	why      string
+}{
+	"Arch":           {true, "the reference is a decoder-only LM or an encoder"},
+	"Vocab":          {false, "a size, carried by the weights' shapes"},
+	"MaxLen":         {false, "a size, carried by the position table's shape"},
+	"Dim":            {false, "a size, carried by the weights' shapes"},
+	"Heads":          {false, "a size, carried by the exported config"},
+	"Layers":         {false, "a size, carried by the number of blocks"},
+	"Hidden":         {false, "a size, carried by the feed-forward weights' shapes"},
+	"Kernel":         {true, "the reference is exponential, softmax attention"},
+	"Bandwidth":      {true, "the reference is fixed at √d_head"},
+	"Positions":      {true, "the reference has learned positions"},
+	"PostLN":         {true, "post-LN blocks; the reference is pre-LN"},
+	"Tied":           {true, "a tied output head; the reference has its own head.weight"},
+	"Activation":     {true, "the reference uses gelu_tanh"},
+	"Dropout":        {false, "training only: evaluation, and PyTorch's model in eval mode, compute without dropout"},
+	"Init":           {false, "training only: the exported weights are the trained ones"},
+	"Tiling":         {false, "every choice computes the same function"},
+	"RandomFeatures": {true, "the reference computes exact softmax attention, not its random-feature estimate"},
+}
+
+// standardReference holds the reference's value of every relevant field of Config (an
+// encoder's reference is ArchEncoder).
+var standardReference = Config{Arch: ArchLM, Kernel: layers.KernelSpec{Kernel: layers.Exponential{}},
+	Bandwidth: layers.BandwidthFixed, Positions: layers.PositionsLearned, Activation: layers.GELUTanh}
+
 // NonStandard lists, one phrase each, the settings in which c differs from the standard
 // softmax Transformer whose weights PyTorch's reference LM computes with; nil means c is
-// that Transformer.
+// that Transformer. Every field of Config is compared with standardReference's by its
+// JSON text, save those that standardFields says do not change the function.
 func (c Config) NonStandard() []string {
-	var out []string
-	add := func(ok bool, format string, args ...any) {
-		if !ok {
-			out = append(out, fmt.Sprintf(format, args...))
-		}
+	ref := standardReference
+	if c.Arch == ArchEncoder {
+		ref.Arch = ArchEncoder
 	}
-	add(c.Arch != ArchEncDec, "arch %s (the reference is a decoder-only LM or an encoder)", c.Arch)
-	_, exp := c.Kernel.Value().(layers.Exponential)
-	add(exp, "kernel %s (the reference is exponential, softmax attention)", c.Kernel)
-	add(c.Bandwidth == layers.BandwidthFixed, "bandwidth %s (the reference is fixed at √d_head)", c.Bandwidth)
-	add(c.Positions == layers.PositionsLearned, "positions %s (the reference has learned positions)", c.Positions)
-	add(!c.PostLN, "post-LN blocks (the reference is pre-LN)")
-	add(!c.Tied, "tied output head (the reference has its own head.weight)")
-	add(c.Activation == layers.GELUTanh, "activation %s (the reference uses gelu_tanh)", c.Activation)
-	add(c.Dropout == 0, "dropout %g (the reference has none)", c.Dropout)
+	var out []string
+	cv, rv := reflect.ValueOf(c), reflect.ValueOf(ref)
+	for i := range cv.NumField() {
+		f := cv.Type().Field(i)
+		class, known := standardFields[f.Name]
+		if known && !class.relevant {
+			continue
+		}
+		got, err1 := json.Marshal(cv.Field(i).Interface())
+		want, err2 := json.Marshal(rv.Field(i).Interface())
+		if err1 == nil && err2 == nil && bytes.Equal(got, want) {
+			continue
+		}
+		why := class.why
+		if !known {
+			why = "a setting not classified for export, which the reference may not compute"
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		out = append(out, fmt.Sprintf("%s %s (%s)", key, strings.Trim(string(got), `"`), why))
+	}
 	return out
 }
 
@@ -171,8 +218,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("transformer: layers %d, want 1 to %d", c.Layers, MaxLayers)
 	case c.Hidden < 0 || c.Hidden > 4*MaxDim:
 		return fmt.Errorf("transformer: hidden %d, want 0 to %d (0 means 4·dim)", c.Hidden, 4*MaxDim)
-	case c.RandomFeatures < 0:
-		return fmt.Errorf("transformer: random features %d, want > 0 (or 0 for exact attention)", c.RandomFeatures)
+	case c.RandomFeatures < 0 || c.RandomFeatures > layers.MaxRandomFeatures:
+		return fmt.Errorf("transformer: random_features %d, want 0 (exact attention) to %d", c.RandomFeatures, layers.MaxRandomFeatures)
 	case !(c.Dropout >= 0 && c.Dropout < 1):
 		return fmt.Errorf("transformer: dropout %g, want 0 <= p < 1", c.Dropout)
 	}
