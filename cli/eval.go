@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -87,6 +86,9 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	}
 	ck, err := openCheckpoint(*ckpt)
 	if err != nil {
+		return err
+	}
+	if err := checkOutsideRun("-out", *out, ck); err != nil {
 		return err
 	}
 	if err := checkConfigs(ck); err != nil {
@@ -237,12 +239,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "metrics: %s\n", b)
 	}
 	if *plot != "" {
+		if err := checkOutsideRun("-plot", *plot, ck); err != nil {
+			return err
+		}
 		src := filepath.Join(filepath.Dir(ck.Dir), train.PlotFile)
 		png, err := regularfile.ReadFile(src, 64<<20)
 		if err != nil {
 			return fmt.Errorf("loss curve: %w", err)
 		}
-		if err := os.WriteFile(*plot, png, 0o644); err != nil {
+		if err := regularfile.WriteFile(*plot, func(w io.Writer) error { _, err := w.Write(png); return err }); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "loss curve: %s\n", *plot)

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/train"
 )
 
@@ -53,6 +54,9 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOutsideRun("-out", *out, ld.ck); err != nil {
+		return err
+	}
 	page, err := buildReport(ld, *example)
 	if err != nil {
 		return err
@@ -61,7 +65,7 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if err := reportTemplate.Execute(&buf, page); err != nil {
 		return err
 	}
-	if err := writeFilesAtomic(filepath.Dir(*out), map[string][]byte{filepath.Base(*out): buf.Bytes()}); err != nil {
+	if err := regularfile.WriteFile(*out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d KiB, %d pictures)\n", *out, (buf.Len()+1023)/1024, len(page.Figures))

@@ -99,7 +99,7 @@ func savePlot(p *plot.Plot, path string) error {
 		_, err := wt.WriteTo(w)
 		return err
 	}); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
+		return fmt.Errorf("plot: %w", err)
 	}
 	return nil
 }
