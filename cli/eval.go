@@ -88,10 +88,10 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutsideRun("-out", *out, ck); err != nil {
+	if err := checkConfigs(ck); err != nil {
 		return err
 	}
-	if err := checkConfigs(ck); err != nil {
+	if err := checkOutsideRun("-out", *out, ck); err != nil {
 		return err
 	}
 	var n int

@@ -16,7 +16,7 @@ func checkOutsideRun(flag, out string, ck *train.Checkpoint) error {
 	for _, dir := range runFolders(ck.Dir) {
 		if regularfile.Within(out, dir) {
 			what := "the checkpoint"
-			if dir != ck.Dir {
+			if dir != filepath.Clean(ck.Dir) {
 				what = "the run directory"
 			}
 			return usageErrorf("%s %s is inside %s %s that -ckpt reads: write it elsewhere, so that no file of the run is replaced", flag, out, what, dir)

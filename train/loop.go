@@ -354,7 +354,7 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if l.Dir != "" {
-		if err := claimRunDir(l.Dir); err != nil {
+		if err := checkRunDir(l.Dir); err != nil {
 			return nil, err
 		}
 		lock, err := lockRunDir(l.Dir)
@@ -372,6 +372,9 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 		}
 		if err := cleanStale(l.Dir); err != nil {
 			return nil, fmt.Errorf("train: clean %s: %w", l.Dir, err)
+		}
+		if err := markRunDir(l.Dir); err != nil {
+			return nil, err
 		}
 		if l.OnStart != nil {
 			if err := l.OnStart(); err != nil {
