@@ -91,7 +91,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if err := checkConfigs(ck); err != nil {
 		return err
 	}
-	if err := checkOutsideRun("-out", *out, ck); err != nil {
+	if err := checkOutFile("-out", *out, ck); err != nil {
 		return err
 	}
 	var n int
@@ -239,7 +239,7 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "metrics: %s\n", b)
 	}
 	if *plot != "" {
-		if err := checkOutsideRun("-plot", *plot, ck); err != nil {
+		if err := checkOutFile("-plot", *plot, ck); err != nil {
 			return err
 		}
 		src := filepath.Join(filepath.Dir(ck.Dir), train.PlotFile)

@@ -25,6 +25,16 @@ func checkOutsideRun(flag, out string, ck *train.Checkpoint) error {
 	return nil
 }
 
+// checkOutFile is checkOutsideRun for an output file, which must also name nothing yet
+// or a regular file (regularfile.CheckTarget): checked before the work that fills it,
+// and again when it is written.
+func checkOutFile(flag, out string, ck *train.Checkpoint) error {
+	if err := checkOutsideRun(flag, out, ck); err != nil {
+		return err
+	}
+	return regularfile.CheckTarget(out)
+}
+
 // runFolders returns the checkpoint directory ckDir and, when it is a checkpoint of a
 // run (step-N or best, or beside a LATEST or RunFile), the run directory.
 func runFolders(ckDir string) []string {

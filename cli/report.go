@@ -54,7 +54,7 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOutsideRun("-out", *out, ld.ck); err != nil {
+	if err := checkOutFile("-out", *out, ld.ck); err != nil {
 		return err
 	}
 	page, err := buildReport(ld, *example)
