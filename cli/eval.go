@@ -71,7 +71,7 @@ const (
 func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", "-ckpt DIR -out FILE [-format torch|safetensors|onnx]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	out := fs.String("out", "", "output file")
+	out := fs.String("out", "", "output file: new, or a regular file to replace; not inside the run it reads")
 	format := fs.String("format", formatTorch, "torch: PyTorch's reference LM layout (standard Transformers only); safetensors: every tensor under Locus's names, reloadable; onnx: a self-contained ONNX model")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -185,7 +185,7 @@ func openCheckpoint(path string) (*train.Checkpoint, error) {
 func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", "-ckpt DIR [-plot loss.png] [-attention [-input TEXT | -example N]] [-kernels] [-bandwidths] [-out DIR]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	plot := fs.String("plot", "", "also copy the run's loss curve PNG to this file")
+	plot := fs.String("plot", "", "also copy the run's loss curve PNG to this file (not inside the run)")
 	pics := pictureFlagSet(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -45,7 +45,7 @@ func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.out != "" {
+	if f.out != "" && (f.attention || f.kernels) {
 		if err := checkOutsideRun("-out", f.out, ld.ck); err != nil {
 			return err
 		}

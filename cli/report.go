@@ -42,7 +42,7 @@ type reportPage struct {
 func runReport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", "-ckpt DIR -out report.html [-example N]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	out := fs.String("out", "", "the HTML file to write")
+	out := fs.String("out", "", "the HTML file to write (not inside the run)")
 	example := fs.Int("example", 0, "the validation example whose attention the report draws")
 	if err := parseFlags(fs, args); err != nil {
 		return err
