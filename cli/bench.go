@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/bench"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/models/transformer"
 )
@@ -58,7 +59,7 @@ func findUp(rel, env, what string) (string, error) {
 	}
 }
 
-func runBench(args []string, stdout, stderr io.Writer) error {
+func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	fs := newFlagSet("bench", "-workload charlm|attn|dae|all [flags]", stderr)
 	workload := fs.String("workload", "charlm", "workload: "+strings.Join(bench.Names(), ", ")+" or all (the three), or "+strings.Join(bench.Extra(), ", ")+", or e2e (a whole locus train -task charlm run, 1500 steps unless -steps; with -compare also PyTorch's, bench/peers/torch_train.py, on the same token streams)")
 	asJSON := fs.Bool("json", false, "print one JSON line per workload (the peer script's format)")
@@ -153,7 +154,7 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 	}
 	if *cpuProfile != "" {
 		// Profile only the timed part: run the warm-up first, then time from scratch.
-		f, err := os.Create(*cpuProfile)
+		f, err := regularfile.Create(*cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -166,19 +167,19 @@ func runBench(args []string, stdout, stderr io.Writer) error {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
-		defer pprof.StopCPUProfile()
+		defer func() {
+			pprof.StopCPUProfile()
+			if rerr == nil {
+				rerr = f.Commit()
+			}
+		}()
 	}
 	res, err := bench.Run(w, *warmup, *steps)
 	if err != nil {
 		return err
 	}
 	if *memProfile != "" {
-		f, err := os.Create(*memProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		if err := regularfile.WriteFile(*memProfile, func(w io.Writer) error { return pprof.Lookup("allocs").WriteTo(w, 0) }); err != nil {
 			return err
 		}
 	}

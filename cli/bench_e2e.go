@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/models/transformer"
 )
 
@@ -287,20 +287,16 @@ func writeTokenStreams(dir string, c *datasets.Corpus, digest string) error {
 		name string
 		ids  []int
 	}{{"train.u16", c.Train}, {"val.u16", c.Val}} {
-		f, err := os.Create(filepath.Join(dir, s.name))
-		if err != nil {
-			return err
-		}
-		w := bufio.NewWriter(f)
-		var b [2]byte
-		for _, id := range s.ids {
-			binary.LittleEndian.PutUint16(b[:], uint16(id))
-			w.Write(b[:])
-		}
-		err = w.Flush()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
+		err := regularfile.WriteFile(filepath.Join(dir, s.name), func(w io.Writer) error {
+			var b [2]byte
+			for _, id := range s.ids {
+				binary.LittleEndian.PutUint16(b[:], uint16(id))
+				if _, err := w.Write(b[:]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		if err != nil {
 			return fmt.Errorf("token streams: %w", err)
 		}
@@ -313,7 +309,7 @@ func writeTokenStreams(dir string, c *datasets.Corpus, digest string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "corpus.json"), append(meta, '\n'), 0o644)
+	return regularfile.WriteFile(filepath.Join(dir, "corpus.json"), func(w io.Writer) error { _, err := w.Write(append(meta, '\n')); return err })
 }
 
 // parseTrainTime reads the "time: steps …" line `locus train` prints at the end.

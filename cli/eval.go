@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -72,7 +71,7 @@ const (
 func runExport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("export", "-ckpt DIR -out FILE [-format torch|safetensors|onnx]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	out := fs.String("out", "", "output file")
+	out := fs.String("out", "", "output file: new, or a regular file to replace; not inside the run it reads")
 	format := fs.String("format", formatTorch, "torch: PyTorch's reference LM layout (standard Transformers only); safetensors: every tensor under Locus's names, reloadable; onnx: a self-contained ONNX model")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -93,6 +92,9 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := checkExportable(ck, *format); err != nil {
+		return err
+	}
+	if err := checkOutFile("-out", *out, ck); err != nil {
 		return err
 	}
 	var n int
@@ -198,7 +200,7 @@ func openCheckpoint(path string) (*train.Checkpoint, error) {
 func runInspect(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("inspect", "-ckpt DIR [-plot loss.png] [-attention [-input TEXT | -example N]] [-kernels] [-bandwidths] [-out DIR]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	plot := fs.String("plot", "", "also copy the run's loss curve PNG to this file")
+	plot := fs.String("plot", "", "also copy the run's loss curve PNG to this file (not inside the run)")
 	pics := pictureFlagSet(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -255,12 +257,15 @@ func runInspect(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "metrics: %s\n", b)
 	}
 	if *plot != "" {
+		if err := checkOutFile("-plot", *plot, ck); err != nil {
+			return err
+		}
 		src := filepath.Join(filepath.Dir(ck.Dir), train.PlotFile)
 		png, err := regularfile.ReadFile(src, 64<<20)
 		if err != nil {
 			return fmt.Errorf("loss curve: %w", err)
 		}
-		if err := os.WriteFile(*plot, png, 0o644); err != nil {
+		if err := regularfile.WriteFile(*plot, func(w io.Writer) error { _, err := w.Write(png); return err }); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "loss curve: %s\n", *plot)

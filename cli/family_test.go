@@ -242,7 +242,7 @@ func TestLibraryCheckpoint(t *testing.T) {
 		if code != 0 || !strings.Contains(stdout, "blocks.0.attn.kernel.position.weight") || !strings.Contains(stdout, "model family transformer") {
 			t.Errorf("inspect %s: exit %d\n%s%s", dir, code, stdout, stderr)
 		}
-		if code, _, stderr := runCLI(t, "export", "-format", "safetensors", "-ckpt", dir, "-out", filepath.Join(dir, "m.safetensors")); code != 0 {
+		if code, _, stderr := runCLI(t, "export", "-format", "safetensors", "-ckpt", dir, "-out", filepath.Join(base, filepath.Base(dir)+".safetensors")); code != 0 {
 			t.Errorf("export %s: exit %d\n%s", dir, code, stderr)
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"github.com/locusml/locus/internal/regularfile"
 )
 
 // pictureFlags are inspect's flags for pictures.
@@ -57,6 +59,11 @@ func inspectPictures(ckpt string, f *pictureFlags, stdout io.Writer) error {
 	ld, err := fromCheckpoint(ckpt, os.Stderr)
 	if err != nil {
 		return err
+	}
+	if f.out != "" && (f.attention || f.kernels) {
+		if err := checkOutsideRun("-out", f.out, ld.ck); err != nil {
+			return err
+		}
 	}
 	if f.bandwidths {
 		if err := printBandwidths(stdout, ld); err != nil {
@@ -137,37 +144,27 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// writeFilesAtomic creates dir if needed and writes every file into it through a
-// temporary file and a rename; on an error it removes what it wrote.
+// writeFilesAtomic creates dir if needed and writes every file into it as
+// regularfile.WriteFile does (a target that is not a regular file is refused); every
+// target is checked before the first is written, and on an error it removes what it
+// wrote.
 func writeFilesAtomic(dir string, files map[string][]byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("output folder: %w", unwrapPath(err))
 	}
-	var written []string
-	fail := func(err error) error {
-		for _, p := range written {
-			os.Remove(p)
+	for name := range files {
+		if err := regularfile.CheckTarget(filepath.Join(dir, name)); err != nil {
+			return err
 		}
-		return fmt.Errorf("output folder %s: %w", dir, unwrapPath(err))
 	}
+	var written []string
 	for name, data := range files {
-		tmp, err := os.CreateTemp(dir, "."+name+".*")
-		if err != nil {
-			return fail(err)
-		}
-		werr := tmp.Chmod(0o644)
-		if werr == nil {
-			_, werr = tmp.Write(data)
-		}
-		cerr := tmp.Close()
-		if err := errors.Join(werr, cerr); err != nil {
-			os.Remove(tmp.Name())
-			return fail(err)
-		}
 		dst := filepath.Join(dir, name)
-		if err := os.Rename(tmp.Name(), dst); err != nil {
-			os.Remove(tmp.Name())
-			return fail(err)
+		if err := regularfile.WriteFile(dst, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+			for _, p := range written {
+				os.Remove(p)
+			}
+			return fmt.Errorf("output folder %s: %w", dir, unwrapPath(err))
 		}
 		written = append(written, dst)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/locusml/locus/internal/regularfile"
@@ -36,15 +35,17 @@ func readCSVFile(path string) ([]string, [][]float64, error) {
 	return header, rows, nil
 }
 
-func createOut(path string, stdout io.Writer) (io.Writer, func() error, error) {
+// createOut returns the writer of an -out CSV (stdout for "" and "-"), the function that
+// completes the file, and one to defer that removes an incomplete one.
+func createOut(path string, stdout io.Writer) (io.Writer, func() error, func(), error) {
 	if path == "" || path == "-" {
-		return stdout, func() error { return nil }, nil
+		return stdout, func() error { return nil }, func() {}, nil
 	}
-	f, err := os.Create(path)
+	f, err := regularfile.Create(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return f, f.Close, nil
+	return f, f.Commit, func() { f.Close() }, nil
 }
 
 func runMeanShift(args []string, stdout, stderr io.Writer) error {
@@ -81,10 +82,11 @@ func runMeanShift(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w, closeOut, err := createOut(*out, stdout)
+	w, closeOut, discard, err := createOut(*out, stdout)
 	if err != nil {
 		return err
 	}
+	defer discard()
 	outRows := make([][]float64, len(rows))
 	for i, r := range rows {
 		outRows[i] = append(append([]float64(nil), r...), float64(res.Labels[i]))
@@ -172,10 +174,11 @@ func runNW(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w, closeOut, err := createOut(*out, stdout)
+	w, closeOut, discard, err := createOut(*out, stdout)
 	if err != nil {
 		return err
 	}
+	defer discard()
 	outRows := make([][]float64, len(queries))
 	for i, q := range queries {
 		outRows[i] = append(append([]float64(nil), q...), pred[i]...)

@@ -50,7 +50,7 @@ type reportPage struct {
 func runReport(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("report", "-ckpt DIR -out report.html [-example N]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
-	out := fs.String("out", "", "the HTML file to write")
+	out := fs.String("out", "", "the HTML file to write (not inside the run)")
 	example := fs.Int("example", 0, "the validation example whose attention the report draws")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -60,6 +60,9 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
+		return err
+	}
+	if err := checkOutFile("-out", *out, ld.ck); err != nil {
 		return err
 	}
 	page, err := buildReport(ld, *example)
@@ -73,7 +76,7 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if err := reportTemplate.Execute(&buf, page); err != nil {
 		return err
 	}
-	if err := writeFilesAtomic(filepath.Dir(*out), map[string][]byte{filepath.Base(*out): buf.Bytes()}); err != nil {
+	if err := regularfile.WriteFile(*out, func(w io.Writer) error { _, err := w.Write(buf.Bytes()); return err }); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s (%d KiB, %d pictures)\n", *out, (buf.Len()+1023)/1024, len(page.Figures))

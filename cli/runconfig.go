@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -14,12 +15,16 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/internal/jsonkeys"
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/train"
 )
 
 // runConfigFile is the run file that every run writes into its directory: the whole
 // resolved configuration, which `locus train -config` starts from.
 const runConfigFile = "config.json"
+
+// maxRunFileBytes bounds the run file read by -config.
+const maxRunFileBytes = 16 << 20
 
 // runConfig is the layout of runConfigFile.
 type runConfig struct {
@@ -54,8 +59,8 @@ func writeRunConfig(dir, family string, model json.RawMessage, data any, st trai
 		return err
 	}
 	path := filepath.Join(dir, runConfigFile)
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write run file: %w", err)
+	if err := regularfile.WriteFile(path, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }); err != nil {
+		return fmt.Errorf("run file: %w", err)
 	}
 	return nil
 }
@@ -63,7 +68,7 @@ func writeRunConfig(dir, family string, model json.RawMessage, data any, st trai
 // readRunConfig reads a run file. A key the file should not have is an error naming
 // it and the nearest valid key.
 func readRunConfig(path string) (*runConfig, error) {
-	b, err := os.ReadFile(path)
+	b, err := regularfile.ReadFile(path, maxRunFileBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.StringVar(&f.CorruptMode, "corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
 	fs.StringVar(&f.Data, "data", "", "charlm: a text file or folder (default: the Go standard library source)")
 	fs.Int64Var(&f.MaxBytes, "maxbytes", 4<<20, "charlm: read at most this many bytes of text")
-	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics (default: runs/<task>-<n>, a new one)")
+	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics: a new or empty folder, or a Locus run (default: runs/<task>-<n>, a new one)")
 	fs.StringVar(&f.resume, "resume", "", "resume from this run or checkpoint directory (the model comes from the checkpoint)")
 	fs.StringVar(&f.config, "config", "", "start from a run file (a run's config.json); flags given override it")
 	defineSettingsFlags(fs, &f.settings)

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/locusml/locus/internal/regularfile"
 )
 
 // DataType is an ONNX tensor element type (TensorProto.DataType).
@@ -457,37 +458,16 @@ type Exporter interface {
 }
 
 // WriteFile writes m to path atomically: to a temporary file in the same folder, synced,
-// then renamed, so that path never holds a partial model.
-func WriteFile(path string, m *Model) (err error) {
+// then renamed, so that path never holds a partial model. A path that holds something
+// other than a regular file (a symlink, a device, a FIFO, a directory) is refused and
+// left as it was.
+func WriteFile(path string, m *Model) error {
 	b, err := m.Marshal()
 	if err != nil {
 		return fmt.Errorf("write onnx %s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write onnx %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(b); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		return fmt.Errorf("write onnx %s: %w", path, err)
+	if err := regularfile.WriteFile(path, func(w io.Writer) error { _, err := w.Write(b); return err }); err != nil {
+		return fmt.Errorf("onnx: %w", err)
 	}
 	return nil
 }

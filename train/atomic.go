@@ -3,21 +3,21 @@ package train
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
+
+	"github.com/locusml/locus/internal/regularfile"
 )
 
 // Temporary names live in the same folder as what they become, so that renames stay on
 // one file system and are atomic. They start with a dot so that listings skip them.
 const (
-	tmpPrefix   = ".tmp-"   // being written; never loaded, removed by cleanStale
-	oldPrefix   = ".old-"   // a replaced directory, removed once the new one is in place
-	trashPrefix = ".trash-" // a pruned checkpoint, being removed
+	tmpPrefix   = regularfile.TempPrefix // being written; never loaded, removed by cleanStale
+	oldPrefix   = ".old-"                // a replaced directory, removed once the new one is in place
+	trashPrefix = ".trash-"              // a pruned checkpoint, being removed
 )
 
 // testHookWriter, when set by tests, wraps the writer of every file written by this
@@ -50,31 +50,17 @@ func writeFileSynced(path string, write func(io.Writer) error) (err error) {
 	return f.Sync()
 }
 
-// writeFileAtomic replaces path with the output of write: it writes a synced temporary
-// file in the same folder, renames it over path and syncs the folder.
+// writeFileAtomic replaces path with the output of write through regularfile.WriteFile:
+// a synced temporary file in the same folder, renamed over path, the folder synced. A
+// path holding anything but a regular file (a symlink, a FIFO, a device, a directory)
+// is refused and left as it was.
 func writeFileAtomic(path string, write func(io.Writer) error) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, tmpPrefix+base+"-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	tmp.Close()
-	if err := os.Remove(name); err != nil {
-		return err
-	}
-	if err := writeFileSynced(name, write); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return err
-	}
-	return syncDir(dir)
+	return regularfile.WriteFile(path, func(w io.Writer) error {
+		if testHookWriter != nil {
+			w = testHookWriter(path, w)
+		}
+		return write(w)
+	})
 }
 
 // writeDirAtomic creates or replaces the directory final with one filled by write. write
@@ -82,11 +68,15 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 // The temporary directory is synced and renamed to final; an existing final is first
 // moved aside and removed afterwards. A crash leaves either the old or the new directory
 // under final, except in the instant between the two renames, when the old one waits
-// under a ".old-" name that resolveCheckpointDir and cleanStale put back.
+// under a ".old-" name that resolveCheckpointDir and cleanStale put back. A final that
+// is not a directory (a symlink) is refused and left as it was.
 func writeDirAtomic(final string, write func(tmp string) error) error {
 	parent, base := filepath.Split(filepath.Clean(final))
 	if parent == "" {
 		parent = "."
+	}
+	if err := regularfile.CheckDirTarget(final); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
@@ -141,22 +131,8 @@ func writeDirAtomic(final string, write func(tmp string) error) error {
 	return nil
 }
 
-// syncDir makes a directory's entries durable. Windows cannot sync directories; its
-// renames are durable enough for our purpose.
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, fs.ErrInvalid) {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
-}
+// syncDir makes a directory's entries durable.
+func syncDir(dir string) error { return regularfile.SyncDir(dir) }
 
 // removeDir removes a checkpoint directory by renaming it to a ".trash-" name first, so
 // that an interrupted removal never leaves a half-deleted directory under its real name.

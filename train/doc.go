@@ -37,6 +37,13 @@
 //		loss.png               training and validation loss against the step (PlotLoss)
 //		bandwidths.png         the bandwidth.* metrics against the step, when recorded
 //		LOCK                   while a Loop runs: its pid (an flock, released when it dies)
+//		LOCUS-RUN              marks a run directory (RunFile): Run writes into no other
+//		                       folder that holds files
+//
+// Every file of a run directory is written as a regular file and never through a
+// symbolic link: a LOCK, LATEST, metrics.jsonl, plot or
+// checkpoint that is a link, a FIFO or a device is refused with an error naming it, and
+// what it points to is left untouched.
 //
 // # Checkpoints
 //

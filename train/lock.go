@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/locusml/locus/internal/regularfile"
 )
 
 // LockFile is the advisory lock of a run directory: a training process holds it for as
@@ -33,13 +35,14 @@ type dirLock struct {
 // lockRunDir takes the lock of the run directory dir, which must exist. The lock is an
 // flock(2) on LockFile where the system has one, so it dies with its process: a lock
 // file left by a killed process is stale and simply taken over. The file is removed
-// when the lock is released.
+// when the lock is released. A LockFile that is not a regular file (a symlink, even a
+// dangling one) is refused, never followed.
 func lockRunDir(dir string) (*dirLock, error) {
 	path := filepath.Join(dir, LockFile)
 	for range 10 {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := regularfile.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, fmt.Errorf("train: lock: %w", err)
 		}
 		held, err := tryLock(f)
 		if err != nil {
@@ -53,7 +56,7 @@ func lockRunDir(dir string) (*dirLock, error) {
 		// The holder removes the file before it unlocks: a lock on a file that is no
 		// longer the one at path is worthless, so try again.
 		fi, err1 := f.Stat()
-		pi, err2 := os.Stat(path)
+		pi, err2 := os.Lstat(path)
 		if err1 != nil || err2 != nil || !os.SameFile(fi, pi) {
 			unlockFile(f)
 			f.Close()
@@ -71,7 +74,7 @@ func lockRunDir(dir string) (*dirLock, error) {
 // for a moment.
 func lockHolder(path string) string {
 	for range 20 {
-		b, err := os.ReadFile(path)
+		b, err := regularfile.ReadFile(path, maxLatestBytes)
 		if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil {
 			if pid == os.Getpid() {
 				return fmt.Sprintf("pid %d (this process)", pid)

@@ -324,7 +324,9 @@ func (l *Loop) bestMode() string {
 //
 // Run holds the lock of Dir (LockFile) while it runs: a second Loop or process training
 // in the same Dir gets an error wrapping ErrRunInUse that names the holder's pid, and a
-// lock left by a killed process is taken over. A Loop that was not resumed refuses to
+// lock left by a killed process is taken over. Dir must be new, empty or a run
+// directory (see RunFile): another folder that holds files is refused with an error
+// wrapping ErrNotRunDir. A Loop that was not resumed refuses to
 // start in a Dir that already holds a run (a LatestFile), and a resumed one refuses if
 // another run moved LatestFile since Resume, rather than mixing two runs' checkpoints
 // and logs.
@@ -369,8 +371,8 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 		}
 	}
 	if l.Dir != "" {
-		if err := os.MkdirAll(l.Dir, 0o755); err != nil {
-			return nil, fmt.Errorf("train: %w", err)
+		if err := checkRunDir(l.Dir); err != nil {
+			return nil, err
 		}
 		lock, err := lockRunDir(l.Dir)
 		if err != nil {
@@ -387,6 +389,9 @@ func (l *Loop) Run(ctx context.Context) (*Summary, error) {
 		}
 		if err := cleanStale(l.Dir); err != nil {
 			return nil, fmt.Errorf("train: clean %s: %w", l.Dir, err)
+		}
+		if err := markRunDir(l.Dir); err != nil {
+			return nil, err
 		}
 		if l.OnStart != nil {
 			if err := l.OnStart(); err != nil {
@@ -588,7 +593,7 @@ func cloneMetrics(m Metrics) Metrics {
 }
 
 func appendRecord(path string, r Record) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := regularfile.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}

@@ -208,7 +208,7 @@ func TestKeepLastPrunes(t *testing.T) {
 	for _, e := range entries {
 		got = append(got, e.Name())
 	}
-	want := []string{LatestFile, PlotFile, MetricsFile, "step-000040", "step-000050", "step-000060"}
+	want := []string{LatestFile, RunFile, PlotFile, MetricsFile, "step-000040", "step-000050", "step-000060"}
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

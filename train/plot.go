@@ -121,7 +121,7 @@ func saveChart(c *Chart, path string) error {
 		_, err := w.Write(png)
 		return err
 	}); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
+		return fmt.Errorf("plot: %w", err)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func ExportSafetensors(path string, tensors map[string]*tensor.Dense, metadata m
 		_, err := writeSafetensors(w, tensors, metadata)
 		return err
 	}); err != nil {
-		return fmt.Errorf("export safetensors %s: %w", path, err)
+		return fmt.Errorf("export safetensors: %w", err)
 	}
 	return nil
 }

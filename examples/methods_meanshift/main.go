@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 
+	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/layers"
 	"github.com/locusml/locus/methods"
 )
@@ -89,7 +90,7 @@ func load(path string) ([][]float64, error) {
 		}
 		return pts, nil
 	}
-	f, err := os.Open(path)
+	f, _, err := regularfile.Open(path, 1<<30)
 	if err != nil {
 		return nil, err
 	}

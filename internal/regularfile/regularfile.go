@@ -1,11 +1,18 @@
-// Package regularfile opens files for reading only when they are regular files of a
-// bounded size, so that a path naming a FIFO, a device (a symlink to /dev/zero) or a
-// file larger than its reader expects is an error instead of a hang or an unbounded
-// allocation.
+// Package regularfile is the one way Locus reads and writes files: only regular files.
 //
-// The mode is checked on the path (symlinks followed) before opening, with a
-// non-blocking open so that a FIFO swapped in between does not block, and again on the
-// open file.
+// Reading (Open, ReadFile), a file must be a regular file of a bounded size, so that a
+// path naming a FIFO, a device (a symlink to /dev/zero) or a file larger than its reader
+// expects is an error instead of a hang or an unbounded allocation. The mode is checked
+// on the path (symlinks followed) before opening, with a non-blocking open so that a
+// FIFO swapped in between does not block, and again on the open file.
+//
+// Writing (WriteFile, Create, OpenFile), the target must name nothing yet or a regular
+// file: a symbolic link (never followed), a directory, a FIFO, a device or a socket is
+// refused with an error naming the path and what it is, and is left as it was. New
+// content is written to a temporary file in the target's folder, synced and renamed over
+// the target, so a crash leaves the old file or the new one. Within tells whether an
+// output path falls inside a folder that must not be written, such as the run a command
+// reads.
 package regularfile
 
 import (
@@ -54,7 +61,7 @@ func OpenNoFollow(path string, limit int64) (*os.File, int64, error) {
 	if err := check(path, info, limit); err != nil {
 		return nil, 0, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|oNoFollow, 0)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -128,6 +135,8 @@ func tooLarge(path string, size, limit int64) error {
 // kind names a non-regular file mode for an error message.
 func kind(m fs.FileMode) string {
 	switch {
+	case m.IsRegular():
+		return "a regular file"
 	case m.IsDir():
 		return "a directory"
 	case m&fs.ModeSymlink != 0:
@@ -140,6 +149,8 @@ func kind(m fs.FileMode) string {
 		return "a device"
 	case m&fs.ModeSocket != 0:
 		return "a socket"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	}
 	return "mode " + m.String()
 }

@@ -5,8 +5,10 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"math"
-	"os"
+
+	"github.com/locusml/locus/internal/regularfile"
 )
 
 // gridScale is the size in pixels of one image pixel in WriteGrid's output.
@@ -63,16 +65,8 @@ func WriteGrid(path string, clean, noisy, denoised [][]float32, rows int) error 
 			}
 		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	if err := regularfile.WriteFile(path, func(w io.Writer) error { return png.Encode(w, img) }); err != nil {
 		return fmt.Errorf("dae: grid: %w", err)
-	}
-	if err := png.Encode(f, img); err != nil {
-		f.Close()
-		return fmt.Errorf("dae: grid: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("dae: grid: write %s: %w", path, err)
 	}
 	return nil
 }
