@@ -213,7 +213,7 @@ func (p *barPrinter) fit(pr Progress, width int) {
 	used := len(" 100% ") + len(fmt.Sprintf(" (%d/%d) [", done, p.total)) +
 		durationWidth(pr.Elapsed+time.Second) + len(":") + durationWidth(10*eta+time.Second) + len("]")
 	// The description's fields in the order they are shown; each is kept, in the order
-	// of keep, while the line fits.
+	// of the loop below (the bar among them), while the line fits.
 	const (
 		fFrom = iota
 		fLoss
