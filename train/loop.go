@@ -179,10 +179,10 @@ type Loop struct {
 	ModelConfig, DataConfig, TrainConfig any
 	// Hooks run after steps and at the end; see Hook.
 	Hooks []Hook
-	// Out receives progress: a one-line progress bar fitted to the terminal's width (the
-	// step count and the time left always; the bar itself from 60 columns) when it is a
-	// terminal, else one line per record (every LogEvery steps and at each evaluation).
-	// Nil: no output.
+	// Out receives progress: a one-line progress bar (schollz/progressbar) fitted to the
+	// terminal's width (the step count and the time left always; the bar itself from 60
+	// columns) when it is a terminal, else one line per record (every LogEvery steps and
+	// at each evaluation). Nil: no output.
 	Out io.Writer
 	// OnStart, if set, is called by Run once it holds Dir's lock (LockFile), before the
 	// first step: the place for the caller's own files in the run directory, so that a

@@ -7,10 +7,12 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 )
 
@@ -103,19 +105,24 @@ func humanize(v float64) string {
 	return fmt.Sprintf("%.3g", v)
 }
 
-// barPrinter draws a one-line progress bar that fits the terminal: the step count and
-// the time left always, then, as the width allows, the loss, the percentage, the bar,
-// the validation metric, the throughput, the learning rate and the elapsed time.
-// Records with evaluations and messages are printed as lines above it. The width is
-// read from the terminal at every redraw, so the bar follows a resize; when Out is not
-// a terminal it is defaultBarWidth.
+// barPrinter draws the progress bar of schollz/progressbar, fitted to the terminal.
+// The library draws the percentage, the bar, the count of this Run's steps and
+// [elapsed:time left], always; the description before them shows the loss, the
+// validation metric, the learning rate and the throughput, and after a Resume the step
+// the Run started from. As the width allows, the loss is kept first, then the bar, the
+// start, the validation metric, the throughput and the learning rate; below barColumns
+// columns the bar is hidden. The width is read from the terminal at every redraw, so the line
+// follows a resize; when Out is not a terminal it is defaultBarWidth. Records with
+// evaluations and messages are printed as lines above the bar.
 type barPrinter struct {
 	w     io.Writer
+	bar   *progressbar.ProgressBar
 	fd    int // the terminal's file descriptor; -1 when Out is not one
 	items string
 	steps int
 	best  string // the validation metric to show
 	start int    // the step the Run started from
+	total int    // the bar's total: the steps of this Run
 
 	last  Progress  // the latest step's progress
 	drawn bool      // the bar is on the current line
@@ -129,15 +136,37 @@ const defaultBarWidth = 80
 // barThrottle is the shortest time between two redraws of the bar.
 const barThrottle = 100 * time.Millisecond
 
-// eraseLine returns the cursor to the start of the line and erases it.
-const eraseLine = "\r\x1b[K"
+// The bar is drawn on terminals of barColumns or more: minBarCells wide when it fits
+// after the loss, and wider by what the other fields leave, up to maxBarCells.
+const barColumns, minBarCells, maxBarCells = 60, 10, 30
+
+var (
+	themeBar   = progressbar.ThemeDefault
+	themeNoBar = progressbar.Theme{Saucer: "█", SaucerPadding: " "} // no edges; drawn 0 cells wide
+)
 
 func newBarPrinter(l *Loop) *barPrinter {
-	p := &barPrinter{w: l.Out, fd: -1, items: l.itemsName(), steps: l.Steps, best: l.Best, start: l.step}
+	p := &barPrinter{w: l.Out, fd: -1, items: l.itemsName(), steps: l.Steps, best: l.Best, start: l.step,
+		total: max(l.Steps-l.step, 1)}
 	if f, ok := l.Out.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.fd = int(f.Fd())
 	}
 	p.last = Progress{Step: l.step, Steps: l.Steps}
+	// The bar counts this Run's steps, so that its rate and time left are right after a
+	// Resume. It is throttled here, not by the library, so that it can be drawn again
+	// at once below a message. ANSI codes: a redraw returns to the start of the line and
+	// erases the rest of it, instead of overwriting the widest line drawn with spaces,
+	// which wrap once the terminal is narrower.
+	p.bar = progressbar.NewOptions(p.total,
+		progressbar.OptionSetWriter(l.Out),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionThrottle(0),
+		progressbar.OptionUseANSICodes(true),
+		progressbar.OptionSetRenderBlankState(false),
+	)
+	p.bar.StartWithoutRender() // the elapsed time counts from the Run's start
 	return p
 }
 
@@ -155,47 +184,48 @@ func (p *barPrinter) width() int {
 
 func (p *barPrinter) step(pr Progress) {
 	p.last = pr
-	if time.Since(p.shown) >= barThrottle {
+	// The full bar is drawn by done: once full, the library draws it no more.
+	if pr.Step-p.start < p.total && time.Since(p.shown) >= barThrottle {
 		p.draw()
 	}
 }
 
-// draw writes the bar of the latest progress over the current line.
+// draw draws the bar of the latest progress over the current line.
 func (p *barPrinter) draw() {
-	fmt.Fprint(p.w, eraseLine+p.line(p.last, p.width()))
+	p.fit(p.last, p.width())
+	p.bar.Set(p.last.Step - p.start) // with the count shown, Set draws the bar
 	p.drawn, p.shown = true, time.Now()
 }
 
-// line lays out the bar of pr in at most width columns.
-func (p *barPrinter) line(pr Progress, width int) string {
-	done := pr.Step - p.start // the steps of this Run, which give its rate
-	var eta time.Duration
-	if left := pr.Steps - pr.Step; done > 0 && left > 0 {
+// fit sets the bar's description and width so that its line for pr takes at most width
+// columns. Options set them without drawing; draw's Set then draws the line once.
+func (p *barPrinter) fit(pr Progress, width int) {
+	done := pr.Step - p.start
+	var eta time.Duration // the time left at the Run's rate
+	if left := p.total - done; done > 0 && left > 0 {
 		eta = time.Duration(float64(pr.Elapsed) / float64(done) * float64(left))
 	}
-	fraction := 1.0
-	if pr.Steps > 0 {
-		fraction = min(max(float64(pr.Step)/float64(pr.Steps), 0), 1)
-	}
-	// The fields in the order they are shown; each is kept, in the order of keep, while
-	// the line fits.
+	// What the library draws besides the description and the bar's cells: the
+	// percentage padded to 5 columns and a space, the bar's edges, then
+	// " (done/total) [elapsed:left]". Its times are whole seconds; its time left follows
+	// the rate of the last few seconds, which can be slower than the Run's, so room is
+	// kept for ten times the Run's estimate.
+	used := len(" 100% ") + len(fmt.Sprintf(" (%d/%d) [", done, p.total)) +
+		durationWidth(pr.Elapsed+time.Second) + len(":") + durationWidth(10*eta+time.Second) + len("]")
+	// The description's fields in the order they are shown; each is kept, in the order
+	// of the loop below (the bar among them), while the line fits.
 	const (
-		fCount = iota
-		fBar
-		fPercent
+		fFrom = iota
 		fLoss
 		fVal
 		fLR
 		fRate
-		fElapsed
-		fETA
-		nFields // the number of fields
+		fBar // not in the description: the library draws it
+		nFields
 	)
-	text := [nFields]string{
-		fCount:   fmt.Sprintf("%d/%d", pr.Step, pr.Steps),
-		fPercent: fmt.Sprintf("%3.0f%%", 100*fraction),
-		fElapsed: "elapsed " + formatDuration(pr.Elapsed),
-		fETA:     "eta " + formatDuration(eta),
+	var text [nFields]string
+	if p.start > 0 {
+		text[fFrom] = fmt.Sprintf("from step %d:", p.start)
 	}
 	if done > 0 {
 		text[fLoss] = "loss " + formatValue(pr.Loss)
@@ -207,61 +237,52 @@ func (p *barPrinter) line(pr Progress, width int) string {
 	if pr.ItemsPerSec > 0 {
 		text[fRate] = humanize(pr.ItemsPerSec) + " " + p.items + "/s"
 	}
-	// On a terminal of barColumns or more, the bar takes minBar cells when it fits after
-	// the loss and the percentage, and what the other fields leave, up to maxBar.
-	const minBar, maxBar, barColumns = 10, 30, 60
-	if width+1 >= barColumns {
-		text[fBar] = strings.Repeat(" ", minBar+2)
-	}
-	keep := []int{fCount, fETA, fLoss, fPercent, fBar, fVal, fRate, fLR, fElapsed}
+	cells := -1 // the bar's cells; -1: no bar
+	var desc strings.Builder
 	var shown [nFields]bool
-	used := -1 // columns of the fields shown, with a space between two
-	for _, f := range keep {
-		n := utf8.RuneCountInString(text[f])
-		if n == 0 {
+	for _, f := range []int{fLoss, fBar, fFrom, fVal, fRate, fLR} {
+		if f == fBar {
+			if width+1 >= barColumns && used+len("||")+minBarCells <= width {
+				cells, used = minBarCells, used+len("||")+minBarCells
+			}
 			continue
 		}
-		if used+1+n > width && f != fCount && f != fETA {
-			continue
+		// A field and a space (the last one's is not drawn: the percentage is padded).
+		if n := utf8.RuneCountInString(text[f]) + 1; text[f] != "" && used+n <= width {
+			shown[f], used = true, used+n
 		}
-		shown[f], used = true, used+1+n
 	}
-	if shown[fBar] {
-		cells := min(minBar+width-used, maxBar)
-		full := int(fraction * float64(cells))
-		text[fBar] = "|" + strings.Repeat("█", full) + strings.Repeat(" ", cells-full) + "|"
-	}
-	var b strings.Builder
-	for f := range nFields {
-		if !shown[f] {
-			continue
+	for f := range fBar {
+		if shown[f] {
+			if desc.Len() > 0 {
+				desc.WriteByte(' ')
+			}
+			desc.WriteString(text[f])
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(text[f])
 	}
-	return truncateColumns(b.String(), width)
+	theme, barWidth := themeNoBar, 0
+	if cells >= 0 {
+		theme, barWidth = themeBar, min(cells+width-used, maxBarCells)
+	}
+	progressbar.OptionSetDescription(desc.String())(p.bar)
+	progressbar.OptionSetTheme(theme)(p.bar)
+	progressbar.OptionSetWidth(barWidth)(p.bar)
 }
 
-// truncateColumns cuts s to at most n runes (the bar's characters are one column each).
-func truncateColumns(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
-}
-
-// formatDuration shows a duration to the second: "45s", "3m07s", "2h05m".
-func formatDuration(d time.Duration) string {
-	s := int64(d.Round(time.Second) / time.Second)
+// durationWidth is the width of the longest time.Duration string of whole seconds up
+// to d: "9s", "59s", "9m59s", "59m59s", then hours and "h59m59s".
+func durationWidth(d time.Duration) int {
 	switch {
-	case s < 60:
-		return fmt.Sprintf("%ds", s)
-	case s < 3600:
-		return fmt.Sprintf("%dm%02ds", s/60, s%60)
+	case d < 10*time.Second:
+		return 2
+	case d < time.Minute:
+		return 3
+	case d < 10*time.Minute:
+		return 5
+	case d < time.Hour:
+		return 6
 	}
-	return fmt.Sprintf("%dh%02dm", s/3600, s/60%60)
+	return len(strconv.Itoa(int(d/time.Hour))) + len("h59m59s")
 }
 
 // valMetric picks the evaluation metric to show: Best if it is one, else the loss.
@@ -288,16 +309,17 @@ func (p *barPrinter) record(r Record) {
 
 func (p *barPrinter) message(s string) { p.lines([]string{s}) }
 
-// lines prints lines above the bar and draws the bar again below them.
+// lines prints lines above the bar and draws the bar again below them, unless it is
+// full: done draws that.
 func (p *barPrinter) lines(ls []string) {
 	if p.drawn {
-		fmt.Fprint(p.w, eraseLine)
+		p.bar.Clear()
 	}
 	for _, l := range ls {
 		fmt.Fprintln(p.w, l)
 	}
 	p.drawn = false
-	if !p.ended && p.last.Step > p.start {
+	if done := p.last.Step - p.start; !p.ended && done > 0 && done < p.total {
 		p.draw()
 	}
 }
@@ -323,8 +345,12 @@ func wrapFields(s string, width int) []string {
 
 func (p *barPrinter) done(pr Progress) {
 	p.last = pr
-	p.draw()
-	fmt.Fprintln(p.w)
+	if pr.Step > p.start {
+		p.draw()
+	}
+	if p.drawn {
+		fmt.Fprintln(p.w)
+	}
 	p.drawn, p.ended = false, true
 	fmt.Fprintln(p.w, doneLine(pr, p.start))
 }
