@@ -66,3 +66,46 @@ func firstDiff(doc, now string) string {
 	}
 	return ""
 }
+
+// TestDocsNameRealTests: every test, fuzz target or benchmark that README.md and docs/
+// name (in backquotes) exists, so that a guarantee cannot point at a test that is gone.
+func TestDocsNameRealTests(t *testing.T) {
+	repo := repoRoot()
+	funcs := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func ((?:Test|Fuzz|Benchmark|Example)\w*)\(`)
+	err := filepath.WalkDir(repo, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != repo {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range decl.FindAllStringSubmatch(string(b), -1) {
+				funcs[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	docs = append(docs, filepath.Join(repo, "README.md")) // bench/PROFILE.md is a log: it names tried and dropped code too
+	named := regexp.MustCompile("`((?:Test|Fuzz|Benchmark)[A-Z]\\w*)")
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range named.FindAllStringSubmatch(string(b), -1) {
+			if !funcs[m[1]] {
+				t.Errorf("%s names %s, which no test file declares", filepath.Base(doc), m[1])
+			}
+		}
+	}
+}
