@@ -130,9 +130,9 @@ func MeanShift(points [][]float64, opts MeanShiftOptions) (*MeanShiftResult, err
 				break // no point in the kernel's support: x stays put
 			}
 			weightedMean(w, points, next)
-			step := math.Sqrt(sqDist(next, x))
+			step := math.Sqrt(scaledSqDist(next, x, h)) // in bandwidths, as tol/h
 			copy(x, next)
-			if step < tol {
+			if step < tol/h {
 				break
 			}
 		}
@@ -155,7 +155,7 @@ func MeanShift(points [][]float64, opts MeanShiftOptions) (*MeanShiftResult, err
 	for _, m := range modes {
 		merged := false
 		for _, c := range res.Centers {
-			if sqDist(m.x, c) <= mergeTol*mergeTol {
+			if scaledSqDist(m.x, c, mergeTol) <= 1 {
 				merged = true
 				break
 			}
@@ -167,7 +167,7 @@ func MeanShift(points [][]float64, opts MeanShiftOptions) (*MeanShiftResult, err
 	for i, p := range points {
 		best := math.Inf(1)
 		for c, center := range res.Centers {
-			if dd := sqDist(p, center); dd < best {
+			if dd := scaledSqDist(p, center, h); dd < best {
 				best, res.Labels[i] = dd, c
 			}
 		}

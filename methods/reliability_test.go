@@ -3,6 +3,8 @@ package methods
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,5 +85,45 @@ func TestMeanShiftFewRowsMessage(t *testing.T) {
 	_, err := MeanShift([][]float64{{1}, {1.1}, {5}, {5.1}, {9}}, MeanShiftOptions{})
 	if err == nil || !strings.Contains(err.Error(), "from 5 points") || strings.Contains(err.Error(), "duplicate") {
 		t.Errorf("MeanShift of 5 rows: %v", err)
+	}
+}
+
+// TestMeanShiftIsScaleFree: 12 clusters found at scale 1 are found alike with the points
+// and the bandwidth scaled to 1e-300 and to 1e300: the steps, the merge test and the
+// labels compare distances in bandwidths, divided before squaring, so nothing underflows
+// (before, 1e-300 points with bandwidth 1e-301 merged into one cluster) or overflows.
+func TestMeanShiftIsScaleFree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var base [][]float64
+	for c := range 12 {
+		for range 5 {
+			base = append(base, []float64{float64(c%4)*10 + rng.Float64(), float64(c/4)*10 + rng.Float64()})
+		}
+	}
+	ref, err := MeanShift(base, MeanShiftOptions{Kernel: layers.Gaussian{}, Bandwidth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.Centers) != 12 {
+		t.Fatalf("scale 1: %d clusters, want 12", len(ref.Centers))
+	}
+	for _, k := range []layers.Kernel{layers.Gaussian{}, Flat{}} {
+		for _, s := range []float64{1e-300, 1e300} {
+			pts := make([][]float64, len(base))
+			for i, p := range base {
+				pts[i] = []float64{p[0] * s, p[1] * s}
+			}
+			want, err := MeanShift(base, MeanShiftOptions{Kernel: k, Bandwidth: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := MeanShift(pts, MeanShiftOptions{Kernel: k, Bandwidth: s})
+			if err != nil {
+				t.Fatalf("%s at scale %g: %v", k.Name(), s, err)
+			}
+			if len(got.Centers) != len(want.Centers) || !slices.Equal(got.Labels, want.Labels) {
+				t.Errorf("%s at scale %g: %d clusters, labels %v; at scale 1: %d, %v", k.Name(), s, len(got.Centers), got.Labels, len(want.Centers), want.Labels)
+			}
+		}
 	}
 }

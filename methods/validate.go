@@ -118,6 +118,17 @@ func denseLabels(labels []int, n int, allowUnlabelled bool) (dense, classes []in
 	return dense, classes, nil
 }
 
+// scaledSqDist is ‖(a − b)/s‖², divided before squaring so that points and bandwidths
+// near the smallest floats compare right (as the kernels compute their scores).
+func scaledSqDist(a, b []float64, s float64) float64 {
+	var sum float64
+	for i, v := range a {
+		d := (v - b[i]) / s
+		sum += d * d
+	}
+	return sum
+}
+
 func sqDist(a, b []float64) float64 {
 	var s float64
 	for i, v := range a {
