@@ -162,3 +162,23 @@ func TestMethodsRefusePositionKernels(t *testing.T) {
 		t.Errorf("nw with a content kernel: exit %d, %q", code, stderr)
 	}
 }
+
+// TestIgnoredModelFlagsAreRefused: a model or data flag that the chosen family's
+// configuration does not hold is refused with one line, not silently ignored. The rule
+// reads the configuration back with the family's ToFlags, so it holds for every family.
+func TestIgnoredModelFlagsAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "-model", "dae", "-heads", "8"}, "-heads 8 is not used by -model dae"},
+		{[]string{"train", "-model", "dae", "-positions", "rotary"}, "-positions rotary is not used by -model dae"},
+		{[]string{"train", "-task", "reverse", "-noise", "mask"}, "-noise mask is not used by -model transformer"},
+		{[]string{"train", "-task", "reverse", "-sigma", "0.5"}, "-sigma 0.5 is not used by -model transformer"},
+		{[]string{"train", "-task", "reverse", "-maxbytes", "100"}, "-maxbytes 100 is not used by -model transformer"},
+		{[]string{"train", "-task", "reverse", "-mnist", "/nowhere"}, "-mnist /nowhere is not used by -model transformer"},
+	} {
+		code, _, stderr := runCLI(t, tc.args...)
+		oneLine(t, strings.Join(tc.args, " "), code, stderr, 2, tc.want)
+	}
+}

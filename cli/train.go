@@ -215,8 +215,38 @@ func (f *trainFlags) newConfigs() (name string, fam Family, model, data json.Raw
 	if model, err = json.Marshal(m); err != nil {
 		return
 	}
-	data, err = json.Marshal(d)
+	if data, err = json.Marshal(d); err != nil {
+		return
+	}
+	err = f.unused(name, fam, model, data)
 	return
+}
+
+// unused reports a model or data flag given on the command line that the family's
+// configurations do not hold: read back (Family.ToFlags), it has another value, so the
+// family ignored it (-heads for a DAE, -noise for a Transformer, -layers for a family
+// of one's own without layers). The rule comes from the family's own two methods, so
+// a family of one's own gets it too.
+func (f *trainFlags) unused(name string, fam Family, model, data json.RawMessage) error {
+	back := &trainFlags{}
+	backFS := flag.NewFlagSet("back", flag.ContinueOnError)
+	defineTrainFlags(backFS, back)
+	if err := fam.ToFlags(model, data, &back.ModelFlags); err != nil {
+		return err
+	}
+	given := &trainFlags{}
+	givenFS := flag.NewFlagSet("given", flag.ContinueOnError)
+	defineTrainFlags(givenFS, given)
+	given.ModelFlags = f.ModelFlags
+	for _, n := range modelFlags {
+		if !f.set[n] || n == "seqlen" && f.SeqLen == 0 || n == "dff" && f.DFF == 0 {
+			continue // 0 asks for the default, which the configuration holds resolved
+		}
+		if v := givenFS.Lookup(n).Value.String(); v != backFS.Lookup(n).Value.String() {
+			return usageErrorf("-%s %s is not used by -model %s (family %s): leave it out", n, v, f.Model, name)
+		}
+	}
+	return nil
 }
 
 // validate checks the flags that no configuration validates.
@@ -224,6 +254,8 @@ func (f *trainFlags) validate() error {
 	switch {
 	case f.Batch <= 0 || f.Batch > transformer.MaxBatch:
 		return usageErrorf("-batch must be in 1..%d, got %d", transformer.MaxBatch, f.Batch)
+	case f.MaxBytes < 0 || f.MaxBytes > transformer.MaxCorpus:
+		return usageErrorf("-maxbytes must be in 0..%d, got %d", transformer.MaxCorpus, f.MaxBytes)
 	case f.SeqLen < 0:
 		return usageErrorf("-seqlen must be >= 0, got %d", f.SeqLen)
 	case (f.CorruptRate != 0 || f.CorruptMode != "") && !strings.HasPrefix(f.Task, "denoise-"):

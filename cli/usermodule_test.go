@@ -76,6 +76,9 @@ func TestUserModule(t *testing.T) {
 	// resume, and a new run from the run file.
 	run(0, "train", "-resume", "runs/lm", "-steps", "320")
 	run(0, "train", "-config", "runs/lm/config.json", "-steps", "20", "-out", "runs/again")
+	if _, stderr := run(2, "train", "-model", "kattn", "-task", "localmax", "-layers", "3", "-out", "runs/layers"); !strings.Contains(stderr, "-layers 3 is not used by -model kattn") {
+		t.Errorf("a flag the family does not use: %s", stderr)
+	}
 	if _, stderr := run(2, "train", "-resume", "runs/lm", "-steps", "340", "-heads", "2"); !strings.Contains(stderr, "-heads 2 differs from the checkpoint's 4") {
 		t.Errorf("resume with another -heads: %s", stderr)
 	}
