@@ -27,25 +27,7 @@ import (
 // refuses anything else (a directory, a FIFO, a device or socket, even behind a
 // symlink) and a file of more than limit bytes, with an error naming path.
 func Open(path string, limit int64) (*os.File, int64, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := check(path, info, limit); err != nil {
-		return nil, 0, err
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	if info, err = f.Stat(); err == nil {
-		err = check(path, info, limit)
-	}
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	return f, info.Size(), nil
+	return openChecked(path, limit, os.Stat, 0)
 }
 
 // OpenNoFollow is Open for a file whose path must not be a symbolic link (a file inside
@@ -54,14 +36,20 @@ func Open(path string, limit int64) (*os.File, int64, error) {
 // that a link swapped in after the check is refused too. Links in the directories
 // above the file are followed.
 func OpenNoFollow(path string, limit int64) (*os.File, int64, error) {
-	info, err := os.Lstat(path)
+	return openChecked(path, limit, os.Lstat, oNoFollow)
+}
+
+// openChecked checks what stat says of path, opens it without blocking (a FIFO would
+// block) with the extra flag, and checks the open file again, which is the one read.
+func openChecked(path string, limit int64, stat func(string) (fs.FileInfo, error), flag int) (*os.File, int64, error) {
+	info, err := stat(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := check(path, info, limit); err != nil {
 		return nil, 0, err
 	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|oNoFollow, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|flag, 0)
 	if err != nil {
 		return nil, 0, err
 	}
