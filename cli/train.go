@@ -394,6 +394,9 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 			return err
 		}
 	}
+	if err := checkSameRun(comm, famName, modelCfg, s, data, loop.Step(), st); err != nil {
+		return err
+	}
 	// The run file is written under the run directory's lock, so that of two trains
 	// started into one directory only the one that runs writes it (in a data-parallel
 	// run, rank 0: the others have no run directory to lock).
