@@ -163,6 +163,9 @@ func (s *daeSession) DataDigest() []byte {
 	return h.Sum(nil)
 }
 
+// WholeBatches reports whether the model's batches cannot be split (wholeBatcher).
+func (s *daeSession) WholeBatches() bool { return s.model.WholeBatches() }
+
 func (s *daeSession) TrainData() (train.Data, error) {
 	if s.mnist == nil {
 		return nil, errNoData("training")

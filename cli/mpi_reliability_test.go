@@ -78,8 +78,9 @@ func weightDiff(t *testing.T, one, many string) float64 {
 }
 
 // trainOneAndMPI trains args (float64) on one process, in this test process, and under
-// mpirun -np np, and returns the largest relative weight difference of the two runs.
-func trainOneAndMPI(t *testing.T, np int, args ...string) float64 {
+// mpirun -np np, and returns mpirun's output and the largest relative weight difference
+// of the two runs.
+func trainOneAndMPI(t *testing.T, np int, args ...string) (string, float64) {
 	t.Helper()
 	base := t.TempDir()
 	args = append([]string{"train", "-dtype", "float64", "-eval-every", "0", "-eval-n", "8"}, args...)
@@ -98,7 +99,7 @@ func trainOneAndMPI(t *testing.T, np int, args ...string) float64 {
 		t.Fatalf("mpirun -np %d did not train on %d processes:\n%s", np, np, out)
 	}
 	t.Logf("mpirun -np %d:\n%s", np, out)
-	return weightDiff(t, one, many)
+	return string(out), weightDiff(t, one, many)
 }
 
 // TestMPIBatchSmallerThanProcesses trains every family (the Transformer on a toy task as
@@ -121,7 +122,10 @@ func TestMPIBatchSmallerThanProcesses(t *testing.T) {
 		"ldae":    {"-model", "ldae", "-mnist", dir},
 	} {
 		t.Run(name, func(t *testing.T) {
-			d := trainOneAndMPI(t, 3, append(args, "-batch", "2", "-steps", "3")...)
+			out, d := trainOneAndMPI(t, 3, append(args, "-batch", "2", "-steps", "3")...)
+			if !strings.Contains(out, "1 of them idle at each step") {
+				t.Error("the header does not say that a process is idle")
+			}
 			t.Logf("-batch 2 on 3 processes: largest relative weight difference from one process %.3g", d)
 			if d > 1e-9 {
 				t.Errorf("-batch 2 on 3 processes differs from one process by %g", d)
@@ -137,7 +141,10 @@ func TestMPIBatchSmallerThanProcesses(t *testing.T) {
 func TestMPILocalizedDAEPositionKernelEqualsOneProcess(t *testing.T) {
 	dir := t.TempDir()
 	writeMNIST(t, dir, 16, 4)
-	d := trainOneAndMPI(t, 2, "-model", "ldae", "-kernel", "gaussian * window(2)", "-mnist", dir, "-batch", "8", "-steps", "3")
+	out, d := trainOneAndMPI(t, 2, "-model", "ldae", "-kernel", "gaussian * window(2)", "-mnist", dir, "-batch", "8", "-steps", "3")
+	if !strings.Contains(out, "rank 0 computes each batch of 8 whole") {
+		t.Error("the header does not say that rank 0 computes the batches whole")
+	}
 	t.Logf("ldae with a window kernel on 2 processes: largest relative weight difference from one process %.3g", d)
 	if d > 1e-12 {
 		t.Errorf("ldae with a window kernel on 2 processes differs from one process by %g", d)

@@ -68,6 +68,24 @@ func reportReduce(w io.Writer, comm *dist.Comm, sum *train.Summary) {
 		comm.Size(), st.Calls, float64(st.Bytes)/float64(st.Calls)/1024, per.Seconds()*1e3, 100*st.Time.Seconds()/sum.Elapsed.Seconds())
 }
 
+// wholeBatcher is a Session whose batches cannot be split across processes (a localized
+// DAE whose kernel has position factors: dae.Model.WholeBatches).
+type wholeBatcher interface {
+	WholeBatches() bool
+}
+
+// splitNote says, for the header of a data-parallel run, how the processes share each
+// batch of batch examples.
+func splitNote(s Session, batch, processes int) string {
+	if w, ok := s.(wholeBatcher); ok && w.WholeBatches() {
+		return fmt.Sprintf("rank 0 computes each batch of %d whole: the kernel's position factors make an image's place in its batch matter", batch)
+	}
+	if idle := processes - batch; idle > 0 {
+		return fmt.Sprintf("batch %d split across them: %d of them idle at each step", batch, idle)
+	}
+	return fmt.Sprintf("batch %d split across them", batch)
+}
+
 // errOtherRun is wrapped by the error of a data-parallel run whose processes do not all
 // train rank 0's run (checkSameRun).
 var errOtherRun = errors.New("the processes do not train the same run")

@@ -403,7 +403,7 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	loop.OnStart = func() error { return writeRunConfig(loop.Dir, famName, modelCfg, s.DataConfig(), *st) }
 	fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.Describe(), ps.NumElements(), st.describe(), loop.Dir)
 	if comm.Size() > 1 {
-		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.Batch)
+		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, %s)", comm.Size(), runtime.GOMAXPROCS(0), splitNote(s, f.Batch, comm.Size()))
 	}
 	fmt.Fprintln(stderr)
 	ctx, stop := interruptible()
