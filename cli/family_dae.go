@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 
 	"github.com/locusml/locus/autodiff"
@@ -132,6 +135,36 @@ func (s *daeSession) DataConfig() any {
 	}
 	return s.data
 }
+
+// DataDigest returns the SHA-256 of the MNIST images and labels (dataDigester).
+func (s *daeSession) DataDigest() []byte {
+	if s.mnist == nil {
+		return nil
+	}
+	h := sha256.New()
+	for _, imgs := range []*datasets.Images{s.mnist.Train, s.mnist.Test} {
+		var b []byte
+		b = binary.LittleEndian.AppendUint64(b, uint64(imgs.N))
+		b = binary.LittleEndian.AppendUint64(b, uint64(imgs.Rows))
+		b = binary.LittleEndian.AppendUint64(b, uint64(imgs.Cols))
+		for _, l := range imgs.Labels {
+			b = binary.LittleEndian.AppendUint64(b, uint64(l))
+		}
+		h.Write(b)
+		b = b[:0]
+		for i, p := range imgs.Pixels {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(p))
+			if len(b) == 1<<16 || i == len(imgs.Pixels)-1 {
+				h.Write(b)
+				b = b[:0]
+			}
+		}
+	}
+	return h.Sum(nil)
+}
+
+// WholeBatches reports whether the model's batches cannot be split (wholeBatcher).
+func (s *daeSession) WholeBatches() bool { return s.model.WholeBatches() }
 
 func (s *daeSession) TrainData() (train.Data, error) {
 	if s.mnist == nil {

@@ -425,6 +425,9 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 			return err
 		}
 	}
+	if err := checkSameRun(comm, famName, modelCfg, s, data, loop.Step(), st); err != nil {
+		return err
+	}
 	// The run file is written under the run directory's lock, so that of two trains
 	// started into one directory only the one that runs writes it (in a data-parallel
 	// run, rank 0: the others have no run directory to lock).
@@ -435,7 +438,7 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 		fmt.Fprintf(stderr, "locus train: %s, %d parameters, %s -> %s", s.Describe(), ps.NumElements(), st.describe(), loop.Dir)
 	}
 	if comm.Size() > 1 {
-		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, batch %d split across them)", comm.Size(), runtime.GOMAXPROCS(0), f.Batch)
+		fmt.Fprintf(stderr, " (%d processes, GOMAXPROCS %d each, %s)", comm.Size(), runtime.GOMAXPROCS(0), splitNote(s, f.Batch, comm.Size()))
 	}
 	fmt.Fprintln(stderr)
 	ctx, stop := interruptible()

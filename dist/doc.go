@@ -14,7 +14,10 @@
 // processes (AverageGrads: the gradients are packed into a few large buffers, at most
 // BucketBytes each, so one step costs one or a few all-reduce calls), broadcasts
 // parameter values from rank 0 (BroadcastParams) and agrees on a checksum of them
-// (SameParams). A *Comm is the train.Reducer of a data-parallel train.Loop.
+// (SameParams). A *Comm is the train.Reducer of a data-parallel train.Loop. Before any
+// of these, Mismatches compares named values (a run's configurations and data digests)
+// with rank 0's, in collectives whose sizes do not depend on the values, and names the
+// ranks and values that differ.
 //
 // MPI calls are made from one goroutine at a time (MPI_THREAD_SERIALIZED); a Comm is not
 // safe for concurrent use.

@@ -356,3 +356,46 @@ func TestRanksAllReduceCost(t *testing.T) {
 		t.Logf("%d processes: all-reduce of %d KiB: %v per call, %.2f GB/s of buffer", comm.Size(), 4*len(buf)/1024, per, float64(4*len(buf))/per.Seconds()/1e9)
 	}
 }
+
+// TestRanksMismatches compares named values that differ by rank, in content and in
+// length, with names missing or extra: every process gets the same answer, naming the
+// ranks and names that differ from rank 0's.
+func TestRanksMismatches(t *testing.T) {
+	p, r := comm.Size(), comm.Rank()
+	values := map[string][]byte{"same": []byte("text"), "len": []byte("abc"), "odd": {0}}
+	want := map[int][]string{}
+	if r%2 == 1 {
+		values["odd"] = []byte{1}
+	}
+	if r == p-1 && r > 0 {
+		values["len"] = []byte("abcd") // one byte longer
+		delete(values, "same")
+		values["extra"] = nil
+	}
+	for q := 1; q < p; q++ {
+		var w []string
+		if q == p-1 {
+			w = append(w, "len")
+		}
+		if q%2 == 1 {
+			w = append(w, "odd")
+		}
+		if q == p-1 {
+			w = append(w, "same", dist.OtherNames)
+		}
+		if w != nil {
+			want[q] = w
+		}
+	}
+	got, err := comm.Mismatches(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rank %d of %d: Mismatches = %v, want %v", r, p, got, want)
+	}
+	same, err := comm.Mismatches(map[string][]byte{"a": []byte("x")})
+	if err != nil || same != nil {
+		t.Errorf("rank %d: equal values: %v, %v", r, same, err)
+	}
+}

@@ -33,7 +33,9 @@ type Splitter interface {
 	// examples, and the number of items the model's loss is a mean over in that part
 	// (its scored tokens for a cross-entropy that ignores positions; its examples for a
 	// loss that weighs examples equally), which may be 0. The parts of one batch cover it
-	// exactly, and do not depend on anything but b, part and parts.
+	// exactly, and do not depend on anything but b, part and parts. A part may hold no
+	// examples (a batch of fewer examples than parts, as Part gives): its weight is then
+	// 0, and the Loop does not run the model on it.
 	Split(b Batch, part, parts int) (Batch, float64, error)
 }
 
@@ -44,7 +46,8 @@ var ErrOutOfSync = errors.New("the processes' parameters differ")
 // Rows returns the rows [lo, hi) of a batch of n examples: the slice of dimension 0 of
 // every input, whose first dimension must be a multiple k of n (k rows per example, as
 // a [B·T] target vector has). The tensors are copies. Data types can use it in their
-// Split.
+// Split. An empty range (lo = hi, a part of a batch smaller than the parts) gives a
+// Batch of Items 0 with no inputs: gorgonia's tensors of no values cannot be read.
 func Rows(b Batch, n, lo, hi int) (Batch, error) {
 	if lo < 0 || hi < lo || hi > n {
 		return Batch{}, fmt.Errorf("train: rows [%d, %d) of a batch of %d", lo, hi, n)
@@ -57,6 +60,9 @@ func Rows(b Batch, n, lo, hi int) (Batch, error) {
 		shape := t.Shape()
 		if len(shape) == 0 || n == 0 || shape[0]%n != 0 {
 			return Batch{}, fmt.Errorf("train: input %q has shape %v, not a multiple of %d examples in its first dimension", name, shape, n)
+		}
+		if lo == hi {
+			continue
 		}
 		k := shape[0] / n
 		per := shape.TotalSize() / shape[0] // values per row of dimension 0

@@ -319,6 +319,10 @@ func TestPartAndRows(t *testing.T) {
 	if _, err := train.Rows(b, 3, 0, 1); err == nil {
 		t.Error("Rows of 3 examples of a 7-row batch: no error")
 	}
+	// An empty range (a part of a batch smaller than the parts) has no inputs to read.
+	if p, err := train.Rows(b, 7, 7, 7); err != nil || p.Items != 0 || len(p.Inputs) != 0 {
+		t.Errorf("rows [7, 7): %d items, %d inputs, %v; want an empty batch", p.Items, len(p.Inputs), err)
+	}
 }
 
 // TestDataParallelCancelStopsAll cancels the context of rank 1 only: both ranks stop

@@ -68,7 +68,9 @@ func (d *Data) Next() (train.Batch, error) {
 
 // Split returns part part of parts of a batch of Next for data-parallel training: a
 // contiguous run of its images, weighed by their number (the loss is a mean over pixels,
-// the same number per image).
+// the same number per image). A model of WholeBatches, whose images are positions in
+// their batch, is not split: part 0 is the whole batch and the others are empty, so that
+// the run computes what one process does.
 func (d *Data) Split(b train.Batch, part, parts int) (train.Batch, float64, error) {
 	x := b.Inputs["noisy"]
 	if x == nil {
@@ -76,6 +78,12 @@ func (d *Data) Split(b train.Batch, part, parts int) (train.Batch, float64, erro
 	}
 	n := x.Shape()[0]
 	lo, hi := train.Part(n, part, parts)
+	if d.m.WholeBatches() {
+		lo, hi = 0, 0
+		if part == 0 {
+			hi = n
+		}
+	}
 	p, err := train.Rows(b, n, lo, hi)
 	return p, float64(hi - lo), err
 }

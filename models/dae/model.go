@@ -148,6 +148,15 @@ func (m *Model) Bandwidths() [][]float64 {
 	return out
 }
 
+// WholeBatches reports whether an image's output depends on where it stands in its
+// batch: a localized DAE whose kernel has position factors, which place the images of a
+// batch as the query positions 0…B−1. Such a model's batches run whole, neither in parts
+// on several cores (Builder declares no autodiff.Batch) nor split across the processes
+// of a data-parallel run (Data.Split gives the whole batch to the first).
+func (m *Model) WholeBatches() bool {
+	return m.cfg.Kind == KindLocalized && m.cfg.Kernel != nil && layers.HasPositions(m.cfg.Kernel.Kernel)
+}
+
 // Builder returns the model's graph. Inputs: "noisy" [B, In] and, optionally, "clean"
 // [B, In]; output "recon" [B, In] = g(noisy) in (0, 1); the loss, when "clean" is given,
 // is the MSE mean((recon − clean)²) over all B·In values. The graph declares its images
@@ -173,7 +182,7 @@ func (m *Model) Builder() autodiff.Builder {
 		// parts — unless the kernel has position factors, which place the images of a
 		// batch as the query positions 0…B−1 against the prototypes' 0…P−1, so that an
 		// image's output depends on where it stands in its batch.
-		if m.cfg.Kind == KindMLP || m.cfg.Kernel == nil || !layers.HasPositions(m.cfg.Kernel.Kernel) {
+		if !m.WholeBatches() {
 			in := m.cfg.In
 			out.Batch = &autodiff.Batch{Examples: x.Shape()[0], LossItems: func(inputs map[string]*tensor.Dense) float64 {
 				return float64(inputs["noisy"].Shape()[0] * in)

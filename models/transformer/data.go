@@ -133,6 +133,9 @@ func splitScored(b train.Batch, part, parts int) (train.Batch, float64, error) {
 	if err != nil {
 		return train.Batch{}, 0, err
 	}
+	if lo == hi { // more parts than sequences: this one has none (and no inputs)
+		return p, 0, nil
+	}
 	scored := 0
 	for _, t := range p.Inputs[InputTargets].Data().([]int) {
 		if t != datasets.IgnoreIndex {
