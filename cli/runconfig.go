@@ -161,30 +161,16 @@ func checkKeys(raw []byte, t reflect.Type, file, prefix string) error {
 }
 
 // jsonFields returns the JSON keys of a struct type with their field types, embedded
-// structs' fields included.
+// structs' fields included (jsonkeys.Fields); a run file's "train" object is checked
+// as a trainSettings.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+	for _, f := range jsonkeys.Fields(t) {
+		if f.Type == reflect.TypeFor[json.RawMessage]() && f.Key == "train" {
+			out[f.Key] = reflect.TypeFor[trainSettings]()
 			continue
 		}
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			for k, v := range jsonFields(f.Type) {
-				out[k] = v
-			}
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		if f.Type == reflect.TypeFor[json.RawMessage]() && name == "train" {
-			out[name] = reflect.TypeFor[trainSettings]()
-			continue
-		}
-		out[name] = f.Type
+		out[f.Key] = f.Type
 	}
 	return out
 }

@@ -52,11 +52,18 @@ func Unmarshal(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// Keys returns the JSON keys of the struct type t (its fields' tag names, or Go names
-// where untagged; embedded structs' fields included) and, for each field, its Go name
-// mapped to its key.
-func Keys(t reflect.Type) (keys map[string]bool, goNames map[string]string) {
-	keys, goNames = map[string]bool{}, map[string]string{}
+// Field is one JSON key of a struct type: the key, the Go name of its field and the
+// field's type.
+type Field struct {
+	Key, GoName string
+	Type        reflect.Type
+}
+
+// Fields returns the JSON keys of the struct type t as encoding/json sees them: the
+// fields' tag names, or Go names where untagged, embedded structs' fields included,
+// unexported and "-" fields left out.
+func Fields(t reflect.Type) []Field {
+	var out []Field
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -65,19 +72,23 @@ func Keys(t reflect.Type) (keys map[string]bool, goNames map[string]string) {
 		}
 		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
-			k, g := Keys(f.Type)
-			for n := range k {
-				keys[n] = true
-			}
-			for n, v := range g {
-				goNames[n] = v
-			}
+			out = append(out, Fields(f.Type)...)
 			continue
 		}
 		if name == "" {
 			name = f.Name
 		}
-		keys[name], goNames[f.Name] = true, name
+		out = append(out, Field{Key: name, GoName: f.Name, Type: f.Type})
+	}
+	return out
+}
+
+// Keys returns the JSON keys of the struct type t (Fields) and, for each field, its Go
+// name mapped to its key.
+func Keys(t reflect.Type) (keys map[string]bool, goNames map[string]string) {
+	keys, goNames = map[string]bool{}, map[string]string{}
+	for _, f := range Fields(t) {
+		keys[f.Key], goNames[f.GoName] = true, f.Key
 	}
 	return keys, goNames
 }
