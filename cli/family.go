@@ -97,19 +97,24 @@ func RegisterFamily(name string, f Family) {
 	families[name] = f
 }
 
-// familyOfKind returns the family whose -model values include kind.
-func familyOfKind(kind string) (string, Family, error) {
+// modelKinds returns every family's -model values, sorted.
+func modelKinds() []string {
 	var all []string
-	for name, f := range families {
-		for _, k := range f.Kinds() {
-			if k == kind {
-				return name, f, nil
-			}
-			all = append(all, k)
-		}
+	for _, f := range families {
+		all = append(all, f.Kinds()...)
 	}
 	sort.Strings(all)
-	return "", nil, usageErrorf("unknown -model %s (valid: %s)", quote.Text(kind), strings.Join(all, ", "))
+	return all
+}
+
+// familyOfKind returns the family whose -model values include kind.
+func familyOfKind(kind string) (string, Family, error) {
+	for name, f := range families {
+		if slices.Contains(f.Kinds(), kind) {
+			return name, f, nil
+		}
+	}
+	return "", nil, usageErrorf("unknown -model %s (valid: %s)", quote.Text(kind), strings.Join(modelKinds(), ", "))
 }
 
 // checkpointFamily returns the family of a checkpoint. Checkpoints that the command

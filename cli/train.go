@@ -70,7 +70,7 @@ var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "posit
 // defineTrainFlags binds locus train's flags to f's fields.
 func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.StringVar(&f.Task, "task", "reverse", "toy task ("+strings.Join(datasets.TaskNames(), ", ")+"), charlm, or mnist (with -model dae or ldae)")
-	fs.StringVar(&f.Model, "model", "transformer", "model: transformer, dae (MLP denoising autoencoder) or ldae (localized DAE)")
+	fs.StringVar(&f.Model, "model", "transformer", "model, a kind of a registered family: "+strings.Join(modelKinds(), ", ")+" (dae: the MLP denoising autoencoder; ldae: the localized DAE)")
 	fs.TextVar(&f.Arch, "arch", transformer.ArchEncoder, "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
 	fs.TextVar(&f.Kernel, "kernel", layers.KernelSpec{Kernel: layers.Exponential{}}, "attention kernel spec (transformer, ldae), e.g. 'gaussian * window(8)' or 'mixture(exponential, laplacian)'; forms: "+strings.Join(layers.KernelNames(), ", "))
 	fs.TextVar(&f.Bandwidth, "bandwidth", layers.BandwidthFixed, "bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))

@@ -65,6 +65,10 @@ func TestUserModule(t *testing.T) {
 		return v
 	}
 
+	// -h lists the user's family and task beside the built-in ones.
+	if _, help := run(0, "train", "-h"); !strings.Contains(help, "registered family: dae, kattn, ldae, transformer") || !strings.Contains(help, "localmax") {
+		t.Errorf("train -h does not list the user's family and task:\n%s", help)
+	}
 	// train: the user's task and family from the flags, with learned per-head bandwidths.
 	out, _ := run(0, "train", "-model", "kattn", "-task", "localmax", "-bandwidth", "head", "-steps", "300", "-eval-every", "100", "-eval-n", "500", "-out", "runs/lm")
 	if acc := metric(out, "val seq_acc"); acc < 0.95 {
