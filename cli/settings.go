@@ -31,6 +31,7 @@ type trainSettings struct {
 	Eps         float64       `json:"eps"`
 	Alpha       float64       `json:"alpha"`
 	WeightDecay float64       `json:"weight_decay"`
+	DecayParams decayParams   `json:"decay_params"`
 
 	Schedule   scheduleKind `json:"schedule"`
 	Warmup     int          `json:"warmup"`
@@ -56,7 +57,7 @@ type trainSettings struct {
 // settingsFlags are the flags of the training settings, by JSON key.
 var settingsFlags = map[string]string{
 	"steps": "steps", "optimizer": "optim", "lr": "lr", "momentum": "momentum", "betas": "betas",
-	"eps": "eps", "alpha": "alpha", "weight_decay": "wd", "schedule": "schedule", "warmup": "warmup",
+	"eps": "eps", "alpha": "alpha", "weight_decay": "wd", "decay_params": "decay-params", "schedule": "schedule", "warmup": "warmup",
 	"min_lr": "min-lr", "decay_steps": "decay-steps", "decay_every": "decay-every", "gamma": "gamma",
 	"clip": "clip", "accum": "accum", "patience": "patience", "best": "best", "best_mode": "best-mode",
 	"eval_every": "eval-every", "eval_n": "eval-n", "keep": "keep", "dtype": "dtype", "threads": "threads",
@@ -73,6 +74,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.Float64Var(&st.Eps, "eps", 0, "adam, adamw, rmsprop: denominator epsilon (default 1e-8); adagrad: 1e-10")
 	fs.Float64Var(&st.Alpha, "alpha", 0, "rmsprop: decay rate of the squared-gradient average (default 0.99)")
 	fs.Float64Var(&st.WeightDecay, "wd", 0, "weight decay: L2 penalty, decoupled for adamw (default 0; adamw: 0.01)")
+	fs.TextVar(&st.DecayParams, "decay-params", decayAll, "the parameters weight decay applies to: all, or matrices (the tensors of two or more dimensions: weight matrices and embeddings, not biases and norms, as nanoGPT)")
 	fs.TextVar(&st.Schedule, "schedule", scheduleConstant, "learning-rate schedule after the warm-up: "+strings.Join(scheduleNames(), ", "))
 	fs.IntVar(&st.Warmup, "warmup", 0, "linear learning-rate warm-up over this many steps")
 	fs.Float64Var(&st.MinLR, "min-lr", 0, "cosine: the learning rate at the end of the decay")
@@ -376,7 +378,11 @@ func (st trainSettings) schedule() optim.Schedule {
 
 // newOptimizer returns the optimizer of the settings over ps.
 func (st trainSettings) newOptimizer(ps *autodiff.Params) (optim.Optimizer, error) {
-	opt, err := optimizers[st.Optimizer].new(optim.All(ps.List()), st, st.schedule())
+	groups := optim.All(ps.List())
+	if st.DecayParams == decayMatrices {
+		groups = optim.DecayGroups(ps.List(), optim.NoDecayVectors)
+	}
+	opt, err := optimizers[st.Optimizer].new(groups, st, st.schedule())
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
@@ -410,6 +416,8 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-accum must be in 1..%d, got %d", train.MaxAccumulate, st.Accum)
 	case !(st.Clip >= 0):
 		return usageErrorf("-clip must be >= 0, got %g", st.Clip)
+	case st.DecayParams == decayMatrices && st.WeightDecay == 0:
+		return usageErrorf("-decay-params matrices needs a weight decay: -wd is 0")
 	case st.Patience < 0 || st.Warmup < 0 || st.Shards < 0:
 		return usageErrorf("-patience, -warmup and -shards must be >= 0")
 	case st.Threads.check() != nil:
@@ -476,6 +484,27 @@ func (b *betas) UnmarshalText(text []byte) error {
 		v[i] = f
 	}
 	*b = v
+	return nil
+}
+
+// decayParams names the parameters that weight decay applies to.
+type decayParams string
+
+// The decay rules.
+const (
+	decayAll      decayParams = "all"      // every parameter (optim.All)
+	decayMatrices decayParams = "matrices" // the tensors of rank >= 2 (optim.NoDecayVectors)
+)
+
+// MarshalText returns the rule's name.
+func (d decayParams) MarshalText() ([]byte, error) { return []byte(d), nil }
+
+// UnmarshalText accepts "all" or "matrices".
+func (d *decayParams) UnmarshalText(b []byte) error {
+	if decayParams(b) != decayAll && decayParams(b) != decayMatrices {
+		return fmt.Errorf("decay params %s: want all or matrices", quote.Text(string(b)))
+	}
+	*d = decayParams(b)
 	return nil
 }
 
@@ -566,6 +595,9 @@ func (st trainSettings) describe() string {
 	}
 	if st.Warmup > 0 {
 		s += fmt.Sprintf(" warm-up %d", st.Warmup)
+	}
+	if st.DecayParams == decayMatrices {
+		s += ", weight decay on matrices"
 	}
 	if st.Accum > 1 {
 		s += fmt.Sprintf(", %d batches per step", st.Accum)
