@@ -55,6 +55,7 @@ type ModelFlags struct {
 	PostLN                                bool
 	Dropout, CorruptRate, Sigma           float64
 	MaxBytes                              int64
+	ValFraction                           float64
 	Seed                                  uint64
 
 	set map[string]bool // the flags given on the command line
@@ -65,7 +66,7 @@ type ModelFlags struct {
 func (f *ModelFlags) Given(name string) bool { return f.set[name] }
 
 // modelFlags are the flags of the model and its data.
-var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
+var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "val-fraction", "batch", "seed", "noise", "sigma", "mnist"}
 
 // defineTrainFlags binds locus train's flags to f's fields.
 func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
@@ -89,6 +90,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.StringVar(&f.CorruptMode, "corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
 	fs.StringVar(&f.Data, "data", "", "charlm: a text file or folder (default: the Go standard library source)")
 	fs.Int64Var(&f.MaxBytes, "maxbytes", 4<<20, "charlm: read at most this many bytes of text")
+	fs.Float64Var(&f.ValFraction, "val-fraction", 0, "charlm: validate on the last F of the text, contiguous, as nanoGPT (0.1: the first 90 % trains); 0: every tenth 64 KiB block")
 	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics: a new or empty folder, or a Locus run (default: runs/<task>-<n>, a new one)")
 	fs.StringVar(&f.resume, "resume", "", "resume from this run or checkpoint directory (the model comes from the checkpoint)")
 	fs.StringVar(&f.config, "config", "", "start from a run file (a run's config.json); flags given override it")
