@@ -48,6 +48,7 @@ type trainSettings struct {
 
 	EvalEvery int         `json:"eval_every"`
 	EvalN     int         `json:"eval_n"`
+	EvalIters int         `json:"eval_iters"`
 	Keep      int         `json:"keep"`
 	Dtype     dtypeName   `json:"dtype"`
 	Threads   threadCount `json:"threads"`
@@ -60,7 +61,7 @@ var settingsFlags = map[string]string{
 	"eps": "eps", "alpha": "alpha", "weight_decay": "wd", "decay_params": "decay-params", "schedule": "schedule", "warmup": "warmup",
 	"min_lr": "min-lr", "decay_steps": "decay-steps", "decay_every": "decay-every", "gamma": "gamma",
 	"clip": "clip", "accum": "accum", "patience": "patience", "best": "best", "best_mode": "best-mode",
-	"eval_every": "eval-every", "eval_n": "eval-n", "keep": "keep", "dtype": "dtype", "threads": "threads",
+	"eval_every": "eval-every", "eval_n": "eval-n", "eval_iters": "eval-iters", "keep": "keep", "dtype": "dtype", "threads": "threads",
 	"shards": "shards",
 }
 
@@ -88,6 +89,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.TextVar(&st.BestMode, "best-mode", bestMin, "whether -best is better when lower (min) or higher (max)")
 	fs.IntVar(&st.EvalEvery, "eval-every", 200, "evaluate and checkpoint every N steps (0: at the end only)")
 	fs.IntVar(&st.EvalN, "eval-n", 1000, fmt.Sprintf("validation examples per evaluation (at most %d)", maxEvalN))
+	fs.IntVar(&st.EvalIters, "eval-iters", 0, fmt.Sprintf("charlm: evaluate as nanoGPT: train_loss and val_loss each the mean of N batches of -batch random windows of its split (0: val_loss over -eval-n validation windows; at most %d)", maxEvalIters))
 	fs.IntVar(&st.Keep, "keep", 3, "step checkpoints to keep (0: all); best/ is kept apart")
 	fs.TextVar(&st.Dtype, "dtype", dtypeName{autodiff.Float32}, "parameter and activation type: float32 or float64")
 	fs.Var(&st.Threads, "threads", "GOMAXPROCS while training (0: leave as is; at most 64 per CPU)")
@@ -410,6 +412,8 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
 	case st.EvalN > maxEvalN:
 		return usageErrorf("-eval-n %d, want at most %d", st.EvalN, maxEvalN)
+	case st.EvalIters < 0 || st.EvalIters > maxEvalIters:
+		return usageErrorf("-eval-iters must be in 0..%d, got %d", maxEvalIters, st.EvalIters)
 	case st.Keep < 0:
 		return usageErrorf("-keep must be >= 0, got %d", st.Keep)
 	case st.Accum < 1 || st.Accum > train.MaxAccumulate:
@@ -451,6 +455,9 @@ func (st trainSettings) validate() error {
 // that a mistyped size is an error instead of an evaluation that runs for hours: at least
 // a hundred times any reference workload's evaluation set (MNIST's test set is 10000).
 const maxEvalN = 1 << 20
+
+// maxEvalIters bounds train -eval-iters in the same way (nanoGPT's default is 200).
+const maxEvalIters = 1 << 14
 
 // betas are Adam's β1 and β2, as text "0.9,0.999".
 type betas [2]float64

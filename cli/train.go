@@ -392,6 +392,10 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	if err != nil {
 		return err
 	}
+	eval, err := evalOf(s, st)
+	if err != nil {
+		return err
+	}
 	data, err := s.TrainData()
 	if err != nil {
 		return err
@@ -415,7 +419,7 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	seed := f.Seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
-		Eval:    func(ctx context.Context) (train.Metrics, error) { return s.Metrics(ctx, run, st.EvalN, seed+2) },
+		Eval:    func(ctx context.Context) (train.Metrics, error) { return eval(ctx, run, seed+2) },
 		Observe: bandwidthObserver(s, run, seed+4),
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
@@ -457,7 +461,11 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	}
 	fmt.Fprintf(stdout, "step %d  train loss %.4f", sum.Step, sum.Loss)
 	for _, k := range slices.Sorted(maps.Keys(sum.Eval)) {
-		fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
+		if strings.HasPrefix(k, train.TrainPrefix) {
+			fmt.Fprintf(stdout, "  %s %.4f", k, sum.Eval[k]) // an estimate on the training split: train_loss
+		} else {
+			fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
+		}
 	}
 	fmt.Fprintf(stdout, "  %.0f %s/s  %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8))
 	if sum.StoppedEarly {

@@ -46,13 +46,14 @@ type DataConfig struct {
 	// a checkpoint whose corpus path now names other text is refused.
 	CorpusSHA256 string `json:"corpus_sha256,omitempty"`
 	SeqLen       int    `json:"seq_len"` // charlm: the window length
+	Batch        int    `json:"batch"`
+	Seed         uint64 `json:"seed"`
+
 	// ValFraction (charlm) > 0 holds out the last ValFraction of the text for
 	// validation, contiguous, as nanoGPT's prepare.py (0.1: the first 90 % trains);
 	// 0, the default and the split of checkpoints without the key, holds out every
 	// tenth 64 KiB block (datasets.CorpusConfig).
 	ValFraction float64 `json:"val_fraction,omitempty"`
-	Batch        int    `json:"batch"`
-	Seed         uint64 `json:"seed"`
 }
 
 // Validate reports the first invalid field.
@@ -224,6 +225,16 @@ func (d *Data) ItemsName() string {
 		return "tokens"
 	}
 	return "samples"
+}
+
+// Estimate evaluates the character LM run by m as nanoGPT does (CorpusEstimate):
+// train_loss and loss, each the mean of iters batches of Config.Batch windows of the
+// training or validation split, drawn with seed. It is for a corpus only.
+func (d *Data) Estimate(ctx context.Context, m *autodiff.Model, iters int, seed uint64) (train.Metrics, error) {
+	if d.Corpus == nil {
+		return nil, fmt.Errorf("an estimate of the training and validation loss is for task %s, not %s", CharLM, d.Config.Task)
+	}
+	return CorpusEstimate(ctx, m, d.Corpus, iters, d.Config.Batch, d.Config.SeqLen, seed)
 }
 
 // Metrics evaluates the model run by m (of arch) on n fresh validation examples
