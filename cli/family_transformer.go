@@ -37,6 +37,11 @@ func (transformerFamily) Configs(f *ModelFlags) (any, any, error) {
 		if f.Arch != transformer.ArchLM {
 			return nil, nil, usageErrorf("-task charlm needs -arch lm")
 		}
+		if d.ValFraction = f.ValFraction; !(d.ValFraction >= 0 && d.ValFraction < 1) {
+			return nil, nil, usageErrorf("-val-fraction %g: want a fraction in (0, 1), e.g. 0.1 (leave it out for every tenth 64 KiB block)", f.ValFraction)
+		}
+	case f.ValFraction != 0:
+		return nil, nil, usageErrorf("-val-fraction is for -task charlm")
 	case f.Data != "":
 		return nil, nil, usageErrorf("-data is for -task charlm")
 	default:
@@ -93,6 +98,7 @@ func (transformerFamily) ToFlags(model, data json.RawMessage, f *ModelFlags) err
 		f.SeqLen = d.SeqLen
 	}
 	f.Data, f.MaxBytes, f.Batch, f.Seed = d.Corpus, d.MaxBytes, d.Batch, d.Seed
+	f.ValFraction = d.ValFraction
 	return nil
 }
 

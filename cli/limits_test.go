@@ -23,6 +23,7 @@ var sizeFlagCases = map[string]map[string]struct{ want, accepted string }{
 		"dff":             {want: "transformer: hidden"},
 		"dmodel":          {want: "transformer: dim"},
 		"eval-n":          {want: "-eval-n"},
+		"eval-iters":      {want: "-eval-iters must be in 0..16384"},
 		"heads":           {want: "heads"},
 		"layers":          {want: "transformer: layers"},
 		"random-features": {want: "random_features"},
@@ -269,6 +270,7 @@ func TestLimitsSameFromFlagsRunFilesAndCheckpoints(t *testing.T) {
 		{"random-features", "model_config", "random_features", 1e12, "random_features 1000000000000, want 0 (exact attention) to 65536"},
 		{"accum", "train_config", "accum", 1e15, "-accum must be in 1..4096, got 1000000000000000"},
 		{"eval-n", "train_config", "eval_n", 2e9, "-eval-n 2000000000, want at most 1048576"},
+		{"eval-iters", "train_config", "eval_iters", 2e9, "-eval-iters must be in 0..16384, got 2000000000"},
 	} {
 		run := charRun(t)
 		b, err := os.ReadFile(filepath.Join(run, runConfigFile))

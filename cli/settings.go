@@ -31,6 +31,7 @@ type trainSettings struct {
 	Eps         float64       `json:"eps"`
 	Alpha       float64       `json:"alpha"`
 	WeightDecay float64       `json:"weight_decay"`
+	DecayParams decayParams   `json:"decay_params"`
 
 	Schedule   scheduleKind `json:"schedule"`
 	Warmup     int          `json:"warmup"`
@@ -47,6 +48,7 @@ type trainSettings struct {
 
 	EvalEvery int         `json:"eval_every"`
 	EvalN     int         `json:"eval_n"`
+	EvalIters int         `json:"eval_iters"`
 	Keep      int         `json:"keep"`
 	Dtype     dtypeName   `json:"dtype"`
 	Threads   threadCount `json:"threads"`
@@ -56,10 +58,10 @@ type trainSettings struct {
 // settingsFlags are the flags of the training settings, by JSON key.
 var settingsFlags = map[string]string{
 	"steps": "steps", "optimizer": "optim", "lr": "lr", "momentum": "momentum", "betas": "betas",
-	"eps": "eps", "alpha": "alpha", "weight_decay": "wd", "schedule": "schedule", "warmup": "warmup",
+	"eps": "eps", "alpha": "alpha", "weight_decay": "wd", "decay_params": "decay-params", "schedule": "schedule", "warmup": "warmup",
 	"min_lr": "min-lr", "decay_steps": "decay-steps", "decay_every": "decay-every", "gamma": "gamma",
 	"clip": "clip", "accum": "accum", "patience": "patience", "best": "best", "best_mode": "best-mode",
-	"eval_every": "eval-every", "eval_n": "eval-n", "keep": "keep", "dtype": "dtype", "threads": "threads",
+	"eval_every": "eval-every", "eval_n": "eval-n", "eval_iters": "eval-iters", "keep": "keep", "dtype": "dtype", "threads": "threads",
 	"shards": "shards",
 }
 
@@ -73,6 +75,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.Float64Var(&st.Eps, "eps", 0, "adam, adamw, rmsprop: denominator epsilon (default 1e-8); adagrad: 1e-10")
 	fs.Float64Var(&st.Alpha, "alpha", 0, "rmsprop: decay rate of the squared-gradient average (default 0.99)")
 	fs.Float64Var(&st.WeightDecay, "wd", 0, "weight decay: L2 penalty, decoupled for adamw (default 0; adamw: 0.01)")
+	fs.TextVar(&st.DecayParams, "decay-params", decayAll, "the parameters weight decay applies to: all, or matrices (the tensors of two or more dimensions: weight matrices and embeddings, not biases and norms, as nanoGPT)")
 	fs.TextVar(&st.Schedule, "schedule", scheduleConstant, "learning-rate schedule after the warm-up: "+strings.Join(scheduleNames(), ", "))
 	fs.IntVar(&st.Warmup, "warmup", 0, "linear learning-rate warm-up over this many steps")
 	fs.Float64Var(&st.MinLR, "min-lr", 0, "cosine: the learning rate at the end of the decay")
@@ -86,6 +89,7 @@ func defineSettingsFlags(fs *flag.FlagSet, st *trainSettings) {
 	fs.TextVar(&st.BestMode, "best-mode", bestMin, "whether -best is better when lower (min) or higher (max)")
 	fs.IntVar(&st.EvalEvery, "eval-every", 200, "evaluate and checkpoint every N steps (0: at the end only)")
 	fs.IntVar(&st.EvalN, "eval-n", 1000, fmt.Sprintf("validation examples per evaluation (at most %d)", maxEvalN))
+	fs.IntVar(&st.EvalIters, "eval-iters", 0, fmt.Sprintf("charlm: evaluate as nanoGPT: train_loss and val_loss each the mean of N batches of -batch random windows of its split (0: val_loss over -eval-n validation windows; at most %d)", maxEvalIters))
 	fs.IntVar(&st.Keep, "keep", 3, "step checkpoints to keep (0: all); best/ is kept apart")
 	fs.TextVar(&st.Dtype, "dtype", dtypeName{autodiff.Float32}, "parameter and activation type: float32 or float64")
 	fs.Var(&st.Threads, "threads", "GOMAXPROCS while training (0: leave as is; at most 64 per CPU)")
@@ -376,7 +380,11 @@ func (st trainSettings) schedule() optim.Schedule {
 
 // newOptimizer returns the optimizer of the settings over ps.
 func (st trainSettings) newOptimizer(ps *autodiff.Params) (optim.Optimizer, error) {
-	opt, err := optimizers[st.Optimizer].new(optim.All(ps.List()), st, st.schedule())
+	groups := optim.All(ps.List())
+	if st.DecayParams == decayMatrices {
+		groups = optim.DecayGroups(ps.List(), optim.NoDecayVectors)
+	}
+	opt, err := optimizers[st.Optimizer].new(groups, st, st.schedule())
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
@@ -404,12 +412,16 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
 	case st.EvalN > maxEvalN:
 		return usageErrorf("-eval-n %d, want at most %d", st.EvalN, maxEvalN)
+	case st.EvalIters < 0 || st.EvalIters > maxEvalIters:
+		return usageErrorf("-eval-iters must be in 0..%d, got %d", maxEvalIters, st.EvalIters)
 	case st.Keep < 0:
 		return usageErrorf("-keep must be >= 0, got %d", st.Keep)
 	case st.Accum < 1 || st.Accum > train.MaxAccumulate:
 		return usageErrorf("-accum must be in 1..%d, got %d", train.MaxAccumulate, st.Accum)
 	case !(st.Clip >= 0):
 		return usageErrorf("-clip must be >= 0, got %g", st.Clip)
+	case st.DecayParams == decayMatrices && st.WeightDecay == 0:
+		return usageErrorf("-decay-params matrices needs a weight decay: -wd is 0")
 	case st.Patience < 0 || st.Warmup < 0 || st.Shards < 0:
 		return usageErrorf("-patience, -warmup and -shards must be >= 0")
 	case st.Threads.check() != nil:
@@ -444,6 +456,9 @@ func (st trainSettings) validate() error {
 // a hundred times any reference workload's evaluation set (MNIST's test set is 10000).
 const maxEvalN = 1 << 20
 
+// maxEvalIters bounds train -eval-iters in the same way (nanoGPT's default is 200).
+const maxEvalIters = 1 << 14
+
 // betas are Adam's β1 and β2, as text "0.9,0.999".
 type betas [2]float64
 
@@ -476,6 +491,27 @@ func (b *betas) UnmarshalText(text []byte) error {
 		v[i] = f
 	}
 	*b = v
+	return nil
+}
+
+// decayParams names the parameters that weight decay applies to.
+type decayParams string
+
+// The decay rules.
+const (
+	decayAll      decayParams = "all"      // every parameter (optim.All)
+	decayMatrices decayParams = "matrices" // the tensors of rank >= 2 (optim.NoDecayVectors)
+)
+
+// MarshalText returns the rule's name.
+func (d decayParams) MarshalText() ([]byte, error) { return []byte(d), nil }
+
+// UnmarshalText accepts "all" or "matrices".
+func (d *decayParams) UnmarshalText(b []byte) error {
+	if decayParams(b) != decayAll && decayParams(b) != decayMatrices {
+		return fmt.Errorf("decay params %s: want all or matrices", quote.Text(string(b)))
+	}
+	*d = decayParams(b)
 	return nil
 }
 
@@ -566,6 +602,9 @@ func (st trainSettings) describe() string {
 	}
 	if st.Warmup > 0 {
 		s += fmt.Sprintf(" warm-up %d", st.Warmup)
+	}
+	if st.DecayParams == decayMatrices {
+		s += ", weight decay on matrices"
 	}
 	if st.Accum > 1 {
 		s += fmt.Sprintf(", %d batches per step", st.Accum)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestOptimizersResumeBitIdentical(t *testing.T) {
 		{"-optim", "sgd", "-lr", "0.05", "-momentum", "0.5", "-wd", "1e-4", "-threads", "1"},
 		{"-optim", "nesterov", "-lr", "0.05", "-schedule", "step", "-decay-every", "7", "-gamma", "0.5"},
 		{"-optim", "adam", "-betas", "0.8,0.99", "-eps", "1e-7", "-clip", "0.5"},
-		{"-optim", "adamw", "-wd", "0.1", "-schedule", "cosine", "-warmup", "5", "-decay-steps", "15", "-min-lr", "1e-4"},
+		{"-optim", "adamw", "-wd", "0.1", "-decay-params", "matrices", "-schedule", "cosine", "-warmup", "5", "-decay-steps", "15", "-min-lr", "1e-4"},
 		{"-optim", "rmsprop", "-lr", "1e-3", "-alpha", "0.9", "-momentum", "0.1", "-schedule", "exponential", "-gamma", "0.97", "-accum", "2"},
 		{"-optim", "adagrad", "-lr", "0.05", "-warmup", "3", "-dtype", "float64"},
 	} {
@@ -63,6 +64,9 @@ func TestOptimizersResumeBitIdentical(t *testing.T) {
 			if err := json.Unmarshal(raw, &rc); err != nil || rc.Train["optimizer"] != tc[1] || rc.Train["steps"] != 20.0 {
 				t.Fatalf("config.json train settings %v (%v)", rc.Train, err)
 			}
+			if slices.Contains(tc, "matrices") && rc.Train["decay_params"] != "matrices" {
+				t.Fatalf("resumed run's decay_params %v, want the checkpoint's matrices", rc.Train["decay_params"])
+			}
 		})
 	}
 }
@@ -79,7 +83,7 @@ func TestSettingsFlags(t *testing.T) {
 	if err := json.Unmarshal(rc.Train, &st); err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]any{"optimizer": "adam", "lr": 1e-3, "betas": "0.9,0.999", "eps": 1e-8, "weight_decay": 0.0, "schedule": "constant", "accum": 1.0, "best": "val_loss", "dtype": "float32"} {
+	for k, want := range map[string]any{"optimizer": "adam", "lr": 1e-3, "betas": "0.9,0.999", "eps": 1e-8, "weight_decay": 0.0, "decay_params": "all", "schedule": "constant", "accum": 1.0, "best": "val_loss", "dtype": "float32"} {
 		if st[k] != want {
 			t.Errorf("default %s = %v, want %v", k, st[k], want)
 		}
@@ -105,6 +109,8 @@ func TestSettingsFlags(t *testing.T) {
 		{[]string{"-optim", "rmsprop", "-alpha", "0"}, "-alpha 0: want a value in (0, 1]"},
 		{[]string{"-betas", "0.9,0"}, "-betas 0.9,0: β2 0, want a value in (0, 1)"},
 		{[]string{"-min-lr", "1e-4"}, "-min-lr is for -schedule cosine"},
+		{[]string{"-decay-params", "matrices"}, "-decay-params matrices needs a weight decay: -wd is 0"},
+		{[]string{"-optim", "adamw", "-decay-params", "rank2"}, `decay params "rank2": want all or matrices`},
 		{[]string{"-accum", "0"}, "-accum must be in 1..4096, got 0"},
 		{[]string{"-dtype", "float16"}, `dtype "float16"`},
 		{[]string{"-best-mode", "up"}, "want min or max"},

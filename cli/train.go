@@ -55,6 +55,7 @@ type ModelFlags struct {
 	PostLN                                bool
 	Dropout, CorruptRate, Sigma           float64
 	MaxBytes                              int64
+	ValFraction                           float64
 	Seed                                  uint64
 
 	set map[string]bool // the flags given on the command line
@@ -65,7 +66,7 @@ type ModelFlags struct {
 func (f *ModelFlags) Given(name string) bool { return f.set[name] }
 
 // modelFlags are the flags of the model and its data.
-var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "batch", "seed", "noise", "sigma", "mnist"}
+var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "val-fraction", "batch", "seed", "noise", "sigma", "mnist"}
 
 // defineTrainFlags binds locus train's flags to f's fields.
 func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
@@ -89,6 +90,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.StringVar(&f.CorruptMode, "corrupt-mode", "", "denoise-* tasks: corruption, mask (default) or substitute")
 	fs.StringVar(&f.Data, "data", "", "charlm: a text file or folder (default: the Go standard library source)")
 	fs.Int64Var(&f.MaxBytes, "maxbytes", 4<<20, "charlm: read at most this many bytes of text")
+	fs.Float64Var(&f.ValFraction, "val-fraction", 0, "charlm: validate on the last F of the text, contiguous, as nanoGPT (0.1: the first 90 % trains); 0: every tenth 64 KiB block")
 	fs.StringVar(&f.out, "out", "", "run directory for checkpoints and metrics: a new or empty folder, or a Locus run (default: runs/<task>-<n>, a new one)")
 	fs.StringVar(&f.resume, "resume", "", "resume from this run or checkpoint directory (the model comes from the checkpoint)")
 	fs.StringVar(&f.config, "config", "", "start from a run file (a run's config.json); flags given override it")
@@ -390,6 +392,10 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	if err != nil {
 		return err
 	}
+	eval, err := evalOf(s, st)
+	if err != nil {
+		return err
+	}
 	data, err := s.TrainData()
 	if err != nil {
 		return err
@@ -413,7 +419,7 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	seed := f.Seed
 	loop := &train.Loop{
 		Model: run, Optimizer: opt, Data: data,
-		Eval:    func(ctx context.Context) (train.Metrics, error) { return s.Metrics(ctx, run, st.EvalN, seed+2) },
+		Eval:    func(ctx context.Context) (train.Metrics, error) { return eval(ctx, run, seed+2) },
 		Observe: bandwidthObserver(s, run, seed+4),
 		Steps:   st.Steps, EvalEvery: st.EvalEvery, CheckpointEvery: st.EvalEvery, Accumulate: st.Accum,
 		Dir: dir, KeepLast: st.Keep, Best: st.Best, BestMode: string(st.BestMode), Patience: st.Patience,
@@ -455,7 +461,11 @@ func fit(famName string, s Session, ps *autodiff.Params, modelCfg json.RawMessag
 	}
 	fmt.Fprintf(stdout, "step %d  train loss %.4f", sum.Step, sum.Loss)
 	for _, k := range slices.Sorted(maps.Keys(sum.Eval)) {
-		fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
+		if strings.HasPrefix(k, train.TrainPrefix) {
+			fmt.Fprintf(stdout, "  %s %.4f", k, sum.Eval[k]) // an estimate on the training split: train_loss
+		} else {
+			fmt.Fprintf(stdout, "  val %s %.4f", k, sum.Eval[k])
+		}
 	}
 	fmt.Fprintf(stdout, "  %.0f %s/s  %s\n", sum.ItemsPerSec, loop.ItemsName, sum.Elapsed.Round(1e8))
 	if sum.StoppedEarly {

@@ -38,6 +38,10 @@ type CorpusConfig struct {
 	// validation text comes from the whole corpus and not only from the files
 	// read last; a shorter text holds out its end.
 	ValFraction float64
+	// TailSplit holds out the end of the text, contiguous, whatever its length: the
+	// first int(n·(1−ValFraction)) of its n ids train, the rest validate, as nanoGPT's
+	// prepare.py splits a text (data[:int(n*0.9)] at ValFraction 0.1).
+	TailSplit bool
 	// AllBytes uses the vocabulary of all 256 bytes instead of the bytes
 	// seen in the text.
 	AllBytes bool
@@ -110,7 +114,7 @@ func LoadCorpus(path string, cfg CorpusConfig) (*Corpus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load corpus %q: %w", path, err)
 	}
-	train, val := splitIDs(ids, valFrac)
+	train, val := splitIDs(ids, valFrac, cfg.TailSplit)
 	return &Corpus{Vocab: vocab, Train: train, Val: val, Files: files, Bytes: len(text)}, nil
 }
 
@@ -118,8 +122,13 @@ func LoadCorpus(path string, cfg CorpusConfig) (*Corpus, error) {
 // drawn from.
 const SplitBlock = 64 << 10
 
-// splitIDs holds out evenly spaced blocks of ids (the end of a short text).
-func splitIDs(ids []int, valFrac float64) (train, val []int) {
+// splitIDs holds out evenly spaced blocks of ids (the end of a short text), or with tail
+// the end of the text, as nanoGPT's prepare.py; each split keeps at least one id.
+func splitIDs(ids []int, valFrac float64, tail bool) (train, val []int) {
+	if tail {
+		cut := min(max(1, int(float64(len(ids))*(1-valFrac))), len(ids)-1)
+		return ids[:cut:cut], ids[cut:]
+	}
 	blocks := (len(ids) + SplitBlock - 1) / SplitBlock
 	if blocks < 10 {
 		nVal := max(1, int(float64(len(ids))*valFrac))

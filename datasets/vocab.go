@@ -34,7 +34,10 @@ func ByteVocab() *Vocab {
 	return newVocab(s)
 }
 
-// VocabFromText returns the vocabulary of the bytes that occur in text.
+// VocabFromText returns the vocabulary of the bytes that occur in text, in increasing
+// order. For a text of single-byte characters (ASCII, such as tiny shakespeare) it is
+// nanoGPT's character vocabulary, chars = sorted(list(set(data))), with the same ids; a
+// UTF-8 character of several bytes is several symbols here, one in nanoGPT.
 func VocabFromText(text []byte) *Vocab {
 	var seen [256]bool
 	for _, b := range text {

@@ -36,7 +36,8 @@
 //
 // Parameter groups (Group) give sets of parameters their own learning-rate scale and
 // weight decay; DecayGroups splits parameters into decayed and non-decayed groups with
-// an overridable rule (DefaultNoDecay). A Schedule maps the step count to a multiplier
+// an overridable rule (DefaultNoDecay; NoDecayVectors is nanoGPT's, which decays every
+// tensor of two or more dimensions). A Schedule maps the step count to a multiplier
 // of the config's learning rate.
 //
 // An optimizer's State is a map of named tensors, "<param name>.<slot>" (slot names are

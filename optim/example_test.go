@@ -59,6 +59,27 @@ func ExampleDecayGroups() {
 	// weight decay 0: tok_emb.weight blocks.0.ln1.weight blocks.0.attn.q.bias
 }
 
+// ExampleNoDecayVectors shows nanoGPT's rule: matrices and embeddings are decayed,
+// biases and norms not.
+func ExampleNoDecayVectors() {
+	ps, _ := autodiff.NewParams(autodiff.Float32, 1)
+	root := ps.Root()
+	root.New("tok_emb.weight", []int{100, 8}, autodiff.Normal(0, 0.02))
+	root.New("blocks.0.ln1.weight", []int{8}, autodiff.Ones())
+	root.New("blocks.0.attn.q.weight", []int{8, 8}, autodiff.Normal(0, 0.02))
+	root.New("blocks.0.attn.q.bias", []int{8}, autodiff.Zeros())
+	for _, g := range optim.DecayGroups(ps.List(), optim.NoDecayVectors) {
+		fmt.Printf("decayed %v:", g.WeightDecay == nil)
+		for _, p := range g.Params {
+			fmt.Printf(" %s", p.Name())
+		}
+		fmt.Println()
+	}
+	// Output:
+	// decayed true: tok_emb.weight blocks.0.attn.q.weight
+	// decayed false: blocks.0.ln1.weight blocks.0.attn.q.bias
+}
+
 // ExampleAccumulator steps the optimizer once every four micro-batches.
 func ExampleAccumulator() {
 	ps, _ := autodiff.NewParams(autodiff.Float32, 1)

@@ -37,6 +37,12 @@ func DefaultNoDecay(name string, shape []int) bool {
 	return false
 }
 
+// NoDecayVectors is nanoGPT's rule (GPT.configure_optimizers): a parameter of two or
+// more dimensions (a weight matrix, an embedding table) is decayed, one of fewer (a
+// bias, a norm's gain or shift) is exempt. Unlike DefaultNoDecay it decays embeddings
+// and looks at shapes only, not names. Pass it to DecayGroups.
+func NoDecayVectors(_ string, shape []int) bool { return len(shape) < 2 }
+
 // DecayGroups splits params into a group decayed with the config's WeightDecay and a
 // group with WeightDecay 0, keeping their order, and leaves out an empty group.
 // noDecay(name, shape) reports whether a parameter goes to the second group; nil means

@@ -123,7 +123,8 @@ type Loop struct {
 	Data      Data
 	// Eval, if set, returns validation metrics computed with the current weights (for
 	// instance with Model.Forward over a fixed validation set). They are recorded with
-	// ValPrefix: "loss" becomes "val_loss".
+	// ValPrefix: "loss" becomes "val_loss"; a metric named with TrainPrefix, one measured
+	// on the training data ("train_loss"), is recorded as it is.
 	Eval func(ctx context.Context) (Metrics, error)
 	// Observe, if set, returns measurements of the model itself, such as its learned
 	// bandwidths ("bandwidth.blocks.0.attn.head1", ObserveBandwidths), recorded with every
@@ -564,7 +565,11 @@ func (l *Loop) observe(ctx context.Context, evalNow, recordNow bool) error {
 		}
 	}
 	for k, v := range val {
-		r.Metrics[ValPrefix+k] = v
+		if strings.HasPrefix(k, TrainPrefix) {
+			r.Metrics[k] = v
+		} else {
+			r.Metrics[ValPrefix+k] = v
+		}
 	}
 	for k, v := range obs {
 		r.Metrics[k] = v
@@ -1004,7 +1009,8 @@ func (l *Loop) loadBest() error {
 	return nil
 }
 
-// valMetrics returns the metrics of a record that carry ValPrefix, without it.
+// valMetrics returns the evaluation metrics of a record as Eval returned them: those
+// that carry ValPrefix, without it, and, if there are any, those named with TrainPrefix.
 func valMetrics(m Metrics) Metrics {
 	var out Metrics
 	for k, v := range m {
@@ -1013,6 +1019,11 @@ func valMetrics(m Metrics) Metrics {
 				out = Metrics{}
 			}
 			out[name] = v
+		}
+	}
+	for k, v := range m {
+		if out != nil && strings.HasPrefix(k, TrainPrefix) {
+			out[k] = v
 		}
 	}
 	return out

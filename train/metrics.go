@@ -22,7 +22,8 @@ import (
 type Metrics map[string]float64
 
 // The names of the metrics the Loop records for training. Evaluation metrics are
-// recorded under their names prefixed with ValPrefix.
+// recorded under their names prefixed with ValPrefix, except those named with
+// TrainPrefix.
 const (
 	MetricLoss      = "loss"        // mean training loss over the steps since the last record
 	MetricLR        = "lr"          // the learning rate of the last step
@@ -30,6 +31,10 @@ const (
 	MetricItemsPerS = "items_per_s" // items (Batch.Items) per second of training time
 	MetricStepsPerS = "steps_per_s" // steps per second of training time
 	ValPrefix       = "val_"        // prefix of evaluation metrics, e.g. "val_loss"
+	// TrainPrefix starts the name of an evaluation metric measured on the training
+	// data, such as nanoGPT's estimate of the training loss ("train_loss"): recorded
+	// as it is, without ValPrefix.
+	TrainPrefix = "train_"
 )
 
 const (

@@ -73,7 +73,7 @@ func formatRecord(r Record, steps int, items string) string {
 		fmt.Fprintf(&b, "  loss %s", formatValue(v))
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.Metrics)) {
-		if strings.HasPrefix(k, ValPrefix) {
+		if strings.HasPrefix(k, TrainPrefix) || strings.HasPrefix(k, ValPrefix) {
 			fmt.Fprintf(&b, "  %s %s", k, formatValue(r.Metrics[k]))
 		}
 	}

@@ -89,6 +89,29 @@ func TaskEval(m *autodiff.Model, task datasets.Task, layout datasets.Layout, n i
 // the validation split (the same windows at every call): mean loss, bits per character
 // and next-character accuracy. It stops with ctx.Err() between batches once ctx is done.
 func CorpusMetrics(ctx context.Context, m *autodiff.Model, c *datasets.Corpus, batches, batchSize, t int, seed uint64) (train.Metrics, error) {
+	return corpusMetrics(ctx, m, c, datasets.Validation, batches, batchSize, t, seed)
+}
+
+// CorpusEstimate evaluates a character LM the way nanoGPT's estimate_loss does: the
+// loss on each split is the mean over iters batches of batchSize random windows of
+// length t. It returns CorpusMetrics's metrics of the validation split and the
+// training split's loss as train.TrainPrefix+MetricLoss ("train_loss"); the windows are
+// drawn from seed, the same at every call.
+func CorpusEstimate(ctx context.Context, m *autodiff.Model, c *datasets.Corpus, iters, batchSize, t int, seed uint64) (train.Metrics, error) {
+	val, err := corpusMetrics(ctx, m, c, datasets.Validation, iters, batchSize, t, seed)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := corpusMetrics(ctx, m, c, datasets.Train, iters, batchSize, t, seed+1)
+	if err != nil {
+		return nil, err
+	}
+	val[train.TrainPrefix+MetricLoss] = tr[MetricLoss]
+	return val, nil
+}
+
+// corpusMetrics is CorpusMetrics on split s.
+func corpusMetrics(ctx context.Context, m *autodiff.Model, c *datasets.Corpus, s datasets.Split, batches, batchSize, t int, seed uint64) (train.Metrics, error) {
 	rng := datasets.NewRand(seed)
 	acc := &datasets.Accuracy{}
 	var lossSum float64
@@ -96,7 +119,7 @@ func CorpusMetrics(ctx context.Context, m *autodiff.Model, c *datasets.Corpus, b
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		b, err := c.SampleBatch(rng, datasets.Validation, batchSize, t)
+		b, err := c.SampleBatch(rng, s, batchSize, t)
 		if err != nil {
 			return nil, err
 		}

@@ -48,6 +48,12 @@ type DataConfig struct {
 	SeqLen       int    `json:"seq_len"` // charlm: the window length
 	Batch        int    `json:"batch"`
 	Seed         uint64 `json:"seed"`
+
+	// ValFraction (charlm) > 0 holds out the last ValFraction of the text for
+	// validation, contiguous, as nanoGPT's prepare.py (0.1: the first 90 % trains);
+	// 0, the default and the split of checkpoints without the key, holds out every
+	// tenth 64 KiB block (datasets.CorpusConfig).
+	ValFraction float64 `json:"val_fraction,omitempty"`
 }
 
 // Validate reports the first invalid field.
@@ -61,6 +67,10 @@ func (d DataConfig) Validate() error {
 		return fmt.Errorf("data config: seq_len %d, want 1 to %d", d.SeqLen, MaxLen)
 	case d.MaxBytes < 0 || d.MaxBytes > MaxCorpus:
 		return fmt.Errorf("data config: max_bytes %d, want 0 to %d", d.MaxBytes, MaxCorpus)
+	case !(d.ValFraction >= 0 && d.ValFraction < 1):
+		return fmt.Errorf("data config: val_fraction %g, want a fraction in (0, 1) (or 0: every tenth 64 KiB block)", d.ValFraction)
+	case d.ValFraction != 0 && d.Task != CharLM:
+		return fmt.Errorf("data config: val_fraction %g is for task %s, not %s", d.ValFraction, CharLM, d.Task)
 	}
 	return nil
 }
@@ -87,7 +97,7 @@ func (d DataConfig) Open() (*Data, error) {
 		out.Task = t
 		return out, nil
 	}
-	cfg := datasets.CorpusConfig{MaxBytes: d.MaxBytes}
+	cfg := datasets.CorpusConfig{MaxBytes: d.MaxBytes, ValFraction: d.ValFraction, TailSplit: d.ValFraction > 0}
 	if d.Vocab != "" {
 		v, err := datasets.VocabFromString(d.Vocab)
 		if err != nil {
@@ -215,6 +225,16 @@ func (d *Data) ItemsName() string {
 		return "tokens"
 	}
 	return "samples"
+}
+
+// Estimate evaluates the character LM run by m as nanoGPT does (CorpusEstimate):
+// train_loss and loss, each the mean of iters batches of Config.Batch windows of the
+// training or validation split, drawn with seed. It is for a corpus only.
+func (d *Data) Estimate(ctx context.Context, m *autodiff.Model, iters int, seed uint64) (train.Metrics, error) {
+	if d.Corpus == nil {
+		return nil, fmt.Errorf("an estimate of the training and validation loss is for task %s, not %s", CharLM, d.Config.Task)
+	}
+	return CorpusEstimate(ctx, m, d.Corpus, iters, d.Config.Batch, d.Config.SeqLen, seed)
 }
 
 // Metrics evaluates the model run by m (of arch) on n fresh validation examples
