@@ -223,10 +223,10 @@ func announceDataFiles(w io.Writer, ck *train.Checkpoint) {
 		return
 	}
 	if d.Corpus != "" {
-		fmt.Fprintf(w, "locus: reading the corpus %s (data_config.corpus of %s)\n", d.Corpus, ck.Dir)
+		fmt.Fprintf(w, "locus: reading the corpus %s (data_config.corpus of %s)\n", quote.Name(d.Corpus), ck.Dir)
 	}
 	if d.MNIST != "" {
-		fmt.Fprintf(w, "locus: reading MNIST from %s (data_config.mnist of %s)\n", d.MNIST, ck.Dir)
+		fmt.Fprintf(w, "locus: reading MNIST from %s (data_config.mnist of %s)\n", quote.Name(d.MNIST), ck.Dir)
 	}
 }
 

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/locusml/locus/train"
 )
 
 // sizeFlagCases says, for every integer flag of train, eval, sample and bench, what its
@@ -305,5 +310,69 @@ func TestLimitsSameFromFlagsRunFilesAndCheckpoints(t *testing.T) {
 				t.Errorf("%v with %s %g in the checkpoint: stderr %q, want %q", args, c.key, c.value, stderr, c.want)
 			}
 		}
+	}
+}
+
+// TestEveryCheckpointStringEchoedShort covers the class of TestFileTextEchoedShortAndQuoted:
+// every string of a checkpoint's model, data and training configurations (found in the
+// file, so a new field is covered), set to a terminal escape sequence followed by 1 MB,
+// reaches no command's error as it is: no escape byte, and the error line bounded
+// (errorText is the guarantee behind each error's own quoting).
+func TestEveryCheckpointStringEchoedShort(t *testing.T) {
+	huge := "\x1b]0;pwned\a\x1b[31m" + strings.Repeat("z", 1<<20)
+	run := charRun(t)
+	b, err := os.ReadFile(filepath.Join(latestDir(t, run), train.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, section := range []string{"model_config", "data_config", "train_config"} {
+		for field, v := range meta[section].(map[string]any) {
+			if _, ok := v.(string); !ok {
+				continue
+			}
+			n++
+			run := charRun(t)
+			editMeta(t, run, section, field, huge)
+			for _, args := range readers(run) {
+				_, _, stderr := runCLI(t, args...)
+				msg := strings.TrimSpace(stderr)
+				last := msg[strings.LastIndex(msg, "\n")+1:]
+				if strings.ContainsAny(msg, "\x1b\a") || len(last) > maxErrorBytes+100 {
+					t.Errorf("%s.%s: %s: stderr %.200q, last line of %d bytes; want no escape bytes and at most %d bytes", section, field, args[0], msg, len(last), maxErrorBytes+100)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d string fields in the checkpoint, want the configurations' strings", n)
+	}
+}
+
+// TestErrorText: what every command prints of an error escapes control characters and
+// bytes that are not UTF-8, keeps newlines, tabs and other text, and cuts a long
+// message in the middle, keeping its start and its end.
+func TestErrorText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é ✓":            "plain é ✓",
+		"a\x1b[31mb\a":         `a\x1b[31mb\a`,
+		"c\x9bd":               `c\x9bd`,
+		"e\u009bf":             `e\u009bf`,
+		"two\nlines\tand tab":  "two\nlines\tand tab",
+		"del\x7f":              `del\x7f`,
+		"literal \uFFFD stays": "literal \uFFFD stays",
+	} {
+		if got := errorText(errors.New(in)); got != want {
+			t.Errorf("errorText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := "start " + strings.Repeat("é", 1<<20) + " end (valid: a, b)"
+	got := errorText(errors.New(long))
+	if len(got) > maxErrorBytes+100 || !strings.HasPrefix(got, "start ") || !strings.HasSuffix(got, " end (valid: a, b)") || !strings.Contains(got, "bytes left out") || !utf8.ValidString(got) {
+		t.Errorf("errorText of %d bytes: %d bytes, %.80q … %q", len(long), len(got), got, got[len(got)-40:])
 	}
 }
