@@ -135,6 +135,41 @@ func TestSizeFlagsAtTheirMaximum(t *testing.T) {
 	}
 }
 
+// TestSizeFlagsNegative: every integer flag of train, eval, sample and bench at -1 and
+// at int64's minimum gives one line naming the flag (or, for a model size, its
+// configuration field, as at the maximum); none is taken as a default or run.
+func TestSizeFlagsNegative(t *testing.T) {
+	run := charRun(t)
+	out := filepath.Join(t.TempDir(), "run")
+	base := map[string][]string{
+		"train":  {"train", "-task", "reverse", "-steps", "1", "-eval-every", "0", "-eval-n", "8", "-batch", "4", "-dmodel", "8", "-heads", "2", "-dff", "8", "-layers", "1", "-out", out},
+		"eval":   {"eval", "-ckpt", run, "-n", "8"},
+		"sample": {"sample", "-ckpt", run, "-prompt", "the", "-n", "5"},
+		"bench":  {"bench", "-workload", "charlm", "-steps", "1", "-warmup", "0", "-batch", "1", "-seqlen", "8"},
+	}
+	extra := map[string][]string{"decay-every": {"-schedule", "step"}, "decay-steps": {"-schedule", "cosine"}}
+	intFlag := regexp.MustCompile(`(?m)^  -([a-z-]+) u?int$`)
+	for cmd, cases := range sizeFlagCases {
+		_, _, help := runCLI(t, cmd, "-h")
+		for _, m := range intFlag.FindAllStringSubmatch(help, -1) {
+			name := m[1]
+			for _, v := range []string{"-1", strconv.FormatInt(math.MinInt64, 10)} {
+				os.RemoveAll(out)
+				args := append(append(slices.Clone(base[cmd]), extra[name]...), "-"+name, v)
+				code, _, stderr := runCLI(t, args...)
+				msg := strings.TrimSpace(stderr)
+				named := strings.Contains(msg, "-"+name+" ") || strings.Contains(msg, "flag -"+name+":")
+				if w := cases[name].want; w != "" && strings.Contains(msg, w) {
+					named = true
+				}
+				if code == 0 || strings.Contains(msg, "\n") || !named || !strings.Contains(msg, strings.TrimPrefix(v, "-")) {
+					t.Errorf("%s -%s %s: exit %d, stderr %q; want one line naming -%s and the value", cmd, name, v, code, msg, name)
+				}
+			}
+		}
+	}
+}
+
 // TestNonFiniteFloatsRefused: every float flag of every command refuses Inf, -Inf and
 // NaN up front with one line (the flags are listed from each command's -h), and so does
 // a run file's training setting; -clip Inf once failed after training had started.
