@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,8 +116,11 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	} else if !slices.Contains(bench.Names(), *workload) && !slices.Contains(bench.Extra(), *workload) {
 		return usageErrorf("unknown -workload %q (valid: %s, all, e2e)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
 	}
-	if *steps <= 0 || *warmup < 0 {
-		return usageErrorf("-steps must be > 0 and -warmup >= 0")
+	if *steps <= 0 {
+		return usageErrorf("-steps must be > 0, got %d", *steps)
+	}
+	if *warmup < 0 {
+		return usageErrorf("-warmup must be >= 0, got %d", *warmup)
 	}
 	defer threads.apply()()
 	if *compare {
@@ -203,15 +207,19 @@ const maxBenchSteps = 1 << 20
 // flag, before anything is built.
 func checkBenchSizes(steps, warmup int, s bench.Shape) error {
 	for _, c := range []struct {
-		flag   string
-		v, max int
+		flag        string
+		v, min, max int
 	}{
-		{"steps", steps, maxBenchSteps},
-		{"warmup", warmup, maxBenchSteps},
-		{"seqlen", s.SeqLen, transformer.MaxLen},
-		{"batch", s.Batch, transformer.MaxBatch},
-		{"random-features", s.RandomFeatures, layers.MaxRandomFeatures},
+		{"steps", steps, 1, maxBenchSteps},
+		{"warmup", warmup, 0, maxBenchSteps},
+		{"seqlen", s.SeqLen, 0, transformer.MaxLen},
+		{"batch", s.Batch, 0, transformer.MaxBatch},
+		{"random-features", s.RandomFeatures, 0, layers.MaxRandomFeatures},
+		{"shards", s.Shards, 0, math.MaxInt},
 	} {
+		if c.v < c.min {
+			return usageErrorf("-%s %d, want at least %d", c.flag, c.v, c.min)
+		}
 		if c.v > c.max {
 			return usageErrorf("-%s %d, want at most %d", c.flag, c.v, c.max)
 		}

@@ -26,8 +26,12 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/internal/simd"
 )
 
@@ -83,13 +87,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(stderr, "locus: unknown command %q (run 'locus -h' for the list)\n", name)
+		fmt.Fprintf(stderr, "locus: unknown command %s (run 'locus -h' for the list)\n", quote.Text(name))
 		return 2
 	}
 	// LOCUS_CPU is read when the program starts, where no error can be returned: an
 	// unknown value stops every command here rather than run on the machine's best.
 	if err := simd.Err(); err != nil {
-		fmt.Fprintf(stderr, "locus %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(err))
 		return 2
 	}
 	err := cmd.run(args[1:], stdout, stderr)
@@ -102,15 +106,59 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.Is(err, errInterrupted):
-		fmt.Fprintf(stderr, "locus %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(err))
 		return 130
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "locus %s: %s\n", name, strings.TrimPrefix(err.Error(), "usage: "))
+		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(errors.New(strings.TrimPrefix(err.Error(), "usage: "))))
 		return 2
 	default:
-		fmt.Fprintf(stderr, "locus %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(err))
 		return 1
 	}
+}
+
+// Bounds of errorText: a message longer than maxErrorBytes keeps its first
+// errorHeadBytes and last errorTailBytes.
+const (
+	maxErrorBytes  = 2048
+	errorHeadBytes = 1024
+	errorTailBytes = 512
+)
+
+// errorText is how every command prints an error: whatever an error echoes from a file
+// or an argument, control characters (terminal escape sequences among them) and bytes
+// that are not UTF-8 show as Go escapes, and a message longer than maxErrorBytes is cut
+// in the middle, so that neither a hostile name nor a 20 MB value reaches the terminal
+// as it is. Errors quote what they echo (quote.Text) already; this is the guarantee for
+// the ones that do not. Newlines and tabs stay: some errors carry a tool's own output.
+func errorText(err error) string {
+	msg := err.Error()
+	var b strings.Builder
+	for i, r := range msg {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(msg[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", msg[i])
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case unicode.IsControl(r) || r == 0x7f:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	msg = b.String()
+	if len(msg) <= maxErrorBytes {
+		return msg
+	}
+	head, tail := errorHeadBytes, len(msg)-errorTailBytes
+	for head > 0 && !utf8.RuneStart(msg[head]) {
+		head--
+	}
+	for tail < len(msg) && !utf8.RuneStart(msg[tail]) {
+		tail++
+	}
+	return msg[:head] + " … (" + strconv.Itoa(tail-head) + " bytes left out) … " + msg[tail:]
 }
 
 // newFlagSet returns a flag set that reports errors instead of exiting, with a usage

@@ -293,6 +293,14 @@ func runSample(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	switch {
+	case *temp < 0:
+		return usageErrorf("-temperature must be >= 0, got %g", *temp)
+	case *topK < 0:
+		return usageErrorf("-topk must be >= 0, got %d", *topK)
+	case *topP < 0 || *topP > 1:
+		return usageErrorf("-topp must be in [0, 1], got %g", *topP)
+	}
 	smp := transformer.Sampling{Temperature: *temp, TopK: *topK, TopP: *topP}
 	if err := smp.Validate(); err != nil {
 		return usageErrorf("%v", err)

@@ -155,6 +155,16 @@ func legacyFamily(ck *train.Checkpoint) string {
 	return name
 }
 
+// openSession is Family.Open for every command: a family of one's own that returns
+// neither a session nor an error gets an error naming it, not a nil session.
+func openSession(name string, fam Family, model, data json.RawMessage, ps *autodiff.Params) (Session, error) {
+	s, err := fam.Open(model, data, ps)
+	if err == nil && s == nil {
+		err = fmt.Errorf("model family %s: Open returned no session and no error", quote.Text(name))
+	}
+	return s, err
+}
+
 // errNoFamily is the error of a checkpoint that records no model family.
 func errNoFamily(dir string) error {
 	return fmt.Errorf("%s: no model family recorded (written by a train.Loop without Family): set Loop.Family to the name the model is registered under with train.RegisterFamily", dir)
@@ -189,7 +199,7 @@ func fromCheckpoint(path string, note io.Writer) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := fam.Open(ck.ModelConfig, ck.DataConfig, ps)
+	s, err := openSession(name, fam, ck.ModelConfig, ck.DataConfig, ps)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
 	}
@@ -218,10 +228,10 @@ func announceDataFiles(w io.Writer, ck *train.Checkpoint) {
 		return
 	}
 	if d.Corpus != "" {
-		fmt.Fprintf(w, "locus: reading the corpus %s (data_config.corpus of %s)\n", d.Corpus, ck.Dir)
+		fmt.Fprintf(w, "locus: reading the corpus %s (data_config.corpus of %s)\n", quote.Name(d.Corpus), ck.Dir)
 	}
 	if d.MNIST != "" {
-		fmt.Fprintf(w, "locus: reading MNIST from %s (data_config.mnist of %s)\n", d.MNIST, ck.Dir)
+		fmt.Fprintf(w, "locus: reading MNIST from %s (data_config.mnist of %s)\n", quote.Name(d.MNIST), ck.Dir)
 	}
 }
 
@@ -250,7 +260,7 @@ func errNoData(what string) error {
 // loadModelOnly rebuilds a checkpoint's model with its weights but without its data,
 // for what needs only the model.
 func loadModelOnly(ck *train.Checkpoint) (Session, error) {
-	_, fam, err := checkpointFamily(ck)
+	name, fam, err := checkpointFamily(ck)
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +268,7 @@ func loadModelOnly(ck *train.Checkpoint) (Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := fam.Open(ck.ModelConfig, nil, ps)
+	s, err := openSession(name, fam, ck.ModelConfig, nil, ps)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
 	}

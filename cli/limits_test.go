@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/locusml/locus/train"
 )
 
 // sizeFlagCases says, for every integer flag of train, eval, sample and bench, what its
@@ -125,6 +130,41 @@ func TestSizeFlagsAtTheirMaximum(t *testing.T) {
 				}
 				if code == 0 || strings.Contains(msg, "\n") || !strings.Contains(msg, want) || strings.Contains(msg, "goroutine") {
 					t.Errorf("%v: exit %d, stderr %q; want one line with %q", args[1:], code, msg, want)
+				}
+			}
+		}
+	}
+}
+
+// TestSizeFlagsNegative: every integer flag of train, eval, sample and bench at -1 and
+// at int64's minimum gives one line naming the flag (or, for a model size, its
+// configuration field, as at the maximum); none is taken as a default or run.
+func TestSizeFlagsNegative(t *testing.T) {
+	run := charRun(t)
+	out := filepath.Join(t.TempDir(), "run")
+	base := map[string][]string{
+		"train":  {"train", "-task", "reverse", "-steps", "1", "-eval-every", "0", "-eval-n", "8", "-batch", "4", "-dmodel", "8", "-heads", "2", "-dff", "8", "-layers", "1", "-out", out},
+		"eval":   {"eval", "-ckpt", run, "-n", "8"},
+		"sample": {"sample", "-ckpt", run, "-prompt", "the", "-n", "5"},
+		"bench":  {"bench", "-workload", "charlm", "-steps", "1", "-warmup", "0", "-batch", "1", "-seqlen", "8"},
+	}
+	extra := map[string][]string{"decay-every": {"-schedule", "step"}, "decay-steps": {"-schedule", "cosine"}}
+	intFlag := regexp.MustCompile(`(?m)^  -([a-z-]+) u?int$`)
+	for cmd, cases := range sizeFlagCases {
+		_, _, help := runCLI(t, cmd, "-h")
+		for _, m := range intFlag.FindAllStringSubmatch(help, -1) {
+			name := m[1]
+			for _, v := range []string{"-1", strconv.FormatInt(math.MinInt64, 10)} {
+				os.RemoveAll(out)
+				args := append(append(slices.Clone(base[cmd]), extra[name]...), "-"+name, v)
+				code, _, stderr := runCLI(t, args...)
+				msg := strings.TrimSpace(stderr)
+				named := strings.Contains(msg, "-"+name+" ") || strings.Contains(msg, "flag -"+name+":")
+				if w := cases[name].want; w != "" && strings.Contains(msg, w) {
+					named = true
+				}
+				if code == 0 || strings.Contains(msg, "\n") || !named || !strings.Contains(msg, strings.TrimPrefix(v, "-")) {
+					t.Errorf("%s -%s %s: exit %d, stderr %q; want one line naming -%s and the value", cmd, name, v, code, msg, name)
 				}
 			}
 		}
@@ -307,5 +347,69 @@ func TestLimitsSameFromFlagsRunFilesAndCheckpoints(t *testing.T) {
 				t.Errorf("%v with %s %g in the checkpoint: stderr %q, want %q", args, c.key, c.value, stderr, c.want)
 			}
 		}
+	}
+}
+
+// TestEveryCheckpointStringEchoedShort covers the class of TestFileTextEchoedShortAndQuoted:
+// every string of a checkpoint's model, data and training configurations (found in the
+// file, so a new field is covered), set to a terminal escape sequence followed by 1 MB,
+// reaches no command's error as it is: no escape byte, and the error line bounded
+// (errorText is the guarantee behind each error's own quoting).
+func TestEveryCheckpointStringEchoedShort(t *testing.T) {
+	huge := "\x1b]0;pwned\a\x1b[31m" + strings.Repeat("z", 1<<20)
+	run := charRun(t)
+	b, err := os.ReadFile(filepath.Join(latestDir(t, run), train.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, section := range []string{"model_config", "data_config", "train_config"} {
+		for field, v := range meta[section].(map[string]any) {
+			if _, ok := v.(string); !ok {
+				continue
+			}
+			n++
+			run := charRun(t)
+			editMeta(t, run, section, field, huge)
+			for _, args := range readers(run) {
+				_, _, stderr := runCLI(t, args...)
+				msg := strings.TrimSpace(stderr)
+				last := msg[strings.LastIndex(msg, "\n")+1:]
+				if strings.ContainsAny(msg, "\x1b\a") || len(last) > maxErrorBytes+100 {
+					t.Errorf("%s.%s: %s: stderr %.200q, last line of %d bytes; want no escape bytes and at most %d bytes", section, field, args[0], msg, len(last), maxErrorBytes+100)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d string fields in the checkpoint, want the configurations' strings", n)
+	}
+}
+
+// TestErrorText: what every command prints of an error escapes control characters and
+// bytes that are not UTF-8, keeps newlines, tabs and other text, and cuts a long
+// message in the middle, keeping its start and its end.
+func TestErrorText(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain é ✓":            "plain é ✓",
+		"a\x1b[31mb\a":         `a\x1b[31mb\a`,
+		"c\x9bd":               `c\x9bd`,
+		"e\u009bf":             `e\u009bf`,
+		"two\nlines\tand tab":  "two\nlines\tand tab",
+		"del\x7f":              `del\x7f`,
+		"literal \uFFFD stays": "literal \uFFFD stays",
+	} {
+		if got := errorText(errors.New(in)); got != want {
+			t.Errorf("errorText(%q) = %q, want %q", in, got, want)
+		}
+	}
+	long := "start " + strings.Repeat("é", 1<<20) + " end (valid: a, b)"
+	got := errorText(errors.New(long))
+	if len(got) > maxErrorBytes+100 || !strings.HasPrefix(got, "start ") || !strings.HasSuffix(got, " end (valid: a, b)") || !strings.Contains(got, "bytes left out") || !utf8.ValidString(got) {
+		t.Errorf("errorText of %d bytes: %d bytes, %.80q … %q", len(long), len(got), got, got[len(got)-40:])
 	}
 }

@@ -58,6 +58,9 @@ func runReport(args []string, stdout, stderr io.Writer) error {
 	if *out == "" {
 		return usageErrorf("missing -out FILE")
 	}
+	if *example < 0 {
+		return usageErrorf("-example %d: want an index >= 0", *example)
+	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
 		return err
@@ -172,6 +175,8 @@ func buildReport(ld *loaded, example int) (*reportPage, error) {
 				return nil, fmt.Errorf("draw attention: %w", err)
 			}
 			p.Figures = append(p.Figures, reportFigure{Title: "Attention", Caption: "Local-mean weights of every layer and head for validation example " + fmt.Sprint(example) + " (inspect -attention).", Src: pngURI(png)})
+		} else if errors.Is(err, errUsage) {
+			return nil, err // -example out of range: the user's mistake, not the run's
 		} else {
 			p.Notes = append(p.Notes, "no attention map: "+err.Error())
 		}

@@ -256,3 +256,24 @@ func probePage(t *testing.T, path string) (scrollW, windowW, rows, widePre int, 
 	fmt.Sscan(string(m[4]), &widePre)
 	return scrollW, windowW, rows, widePre, true
 }
+
+// TestReportExampleOutOfRange: an -example that names no validation example is a usage
+// error, as in inspect -attention, not a page without its attention picture and exit 0.
+func TestReportExampleOutOfRange(t *testing.T) {
+	run := filepath.Join(t.TempDir(), "run")
+	trainTiny(t, run)
+	for ex, want := range map[string]string{
+		"-1":                  "-example -1: want an index >= 0",
+		"1000":                "-example 1000 is out of range 0..999",
+		"9223372036854775807": "-example 9223372036854775807 is out of range 0..999",
+	} {
+		out := filepath.Join(t.TempDir(), "r.html")
+		code, _, stderr := runCLI(t, "report", "-ckpt", run, "-out", out, "-example", ex)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("report -example %s: exit %d, stderr %q; want exit 2 and %q", ex, code, stderr, want)
+		}
+		if _, err := os.Lstat(out); err == nil {
+			t.Errorf("report -example %s wrote %s", ex, out)
+		}
+	}
+}

@@ -408,8 +408,10 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-steps must be > 0, got %d", st.Steps)
 	case !(st.LR > 0):
 		return usageErrorf("-lr must be > 0, got %g", st.LR)
-	case st.EvalEvery < 0 || st.EvalN <= 0:
-		return usageErrorf("-eval-every must be >= 0 and -eval-n > 0")
+	case st.EvalEvery < 0:
+		return usageErrorf("-eval-every must be >= 0, got %d", st.EvalEvery)
+	case st.EvalN <= 0:
+		return usageErrorf("-eval-n must be > 0, got %d", st.EvalN)
 	case st.EvalN > maxEvalN:
 		return usageErrorf("-eval-n %d, want at most %d", st.EvalN, maxEvalN)
 	case st.EvalIters < 0 || st.EvalIters > maxEvalIters:
@@ -422,8 +424,12 @@ func (st trainSettings) validate() error {
 		return usageErrorf("-clip must be >= 0, got %g", st.Clip)
 	case st.DecayParams == decayMatrices && st.WeightDecay == 0:
 		return usageErrorf("-decay-params matrices needs a weight decay: -wd is 0")
-	case st.Patience < 0 || st.Warmup < 0 || st.Shards < 0:
-		return usageErrorf("-patience, -warmup and -shards must be >= 0")
+	case st.Patience < 0:
+		return usageErrorf("-patience must be >= 0, got %d", st.Patience)
+	case st.Warmup < 0:
+		return usageErrorf("-warmup must be >= 0, got %d", st.Warmup)
+	case st.Shards < 0:
+		return usageErrorf("-shards must be >= 0, got %d", st.Shards)
 	case st.Threads.check() != nil:
 		return usageErrorf("-threads %v", st.Threads.check())
 	case st.Schedule == scheduleCosine && (st.DecaySteps <= 0 || !(st.MinLR >= 0 && st.MinLR <= st.LR)):

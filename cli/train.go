@@ -184,7 +184,7 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	s, err := fam.Open(modelCfg, dataCfg, ps)
+	s, err := openSession(name, fam, modelCfg, dataCfg, ps)
 	if err != nil {
 		return err
 	}
@@ -215,9 +215,15 @@ func (f *trainFlags) newConfigs() (name string, fam Family, model, data json.Raw
 		return
 	}
 	if model, err = json.Marshal(m); err != nil {
+		err = fmt.Errorf("model family %s: model configuration: %w", quote.Text(name), err)
+		return
+	}
+	if train.MissingConfig(model) {
+		err = fmt.Errorf("model family %s: Configs returned no model configuration", quote.Text(name))
 		return
 	}
 	if data, err = json.Marshal(d); err != nil {
+		err = fmt.Errorf("model family %s: data configuration: %w", quote.Text(name), err)
 		return
 	}
 	err = f.unused(name, fam, model, data)

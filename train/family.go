@@ -138,7 +138,7 @@ func BuildModel(family string, config json.RawMessage, ps *autodiff.Params) (Mod
 	case !ok && family == "":
 		return nil, fmt.Errorf("no model family recorded (written without Loop.Family): cannot rebuild the model")
 	case !ok:
-		return nil, fmt.Errorf("unknown model family %s (registered: %s)", quote.Text(family), strings.Join(Families(), ", "))
+		return nil, fmt.Errorf("unknown model family %s (registered: %s; a model of your own is registered with train.RegisterFamily)", quote.Text(family), strings.Join(Families(), ", "))
 	case MissingConfig(config):
 		return nil, fmt.Errorf("the model configuration is missing (empty or null)")
 	}

@@ -26,3 +26,17 @@ func Text(s string) string {
 	}
 	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }
+
+// Name returns s as it is when it is at most MaxNameBytes long and Go quoting would
+// change nothing in it (no control character, no byte that is not UTF-8, no quote or
+// backslash), and otherwise Text(s): a path or name in a note reads plainly, and a
+// hostile one is still escaped and cut.
+func Name(s string) string {
+	if len(s) <= MaxNameBytes && strconv.Quote(s) == `"`+s+`"` {
+		return s
+	}
+	return Text(s)
+}
+
+// MaxNameBytes is the longest text that Name shows unquoted: a long path.
+const MaxNameBytes = 256

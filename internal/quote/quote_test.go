@@ -17,3 +17,18 @@ func TestText(t *testing.T) {
 		}
 	}
 }
+
+func TestName(t *testing.T) {
+	long := strings.Repeat("d/", MaxNameBytes)
+	for in, want := range map[string]string{
+		"runs/reverse-1/corpus.txt": "runs/reverse-1/corpus.txt",
+		"dir with spaces/é.txt":     "dir with spaces/é.txt",
+		"a\x1b[31mb":                `"a\x1b[31mb"`,
+		`quote"d`:                   `"quote\"d"`,
+		long:                        Text(long),
+	} {
+		if got := Name(in); got != want {
+			t.Errorf("Name(%.40q) = %.80q, want %.80q", in, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/datasets"
+	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/train"
 )
 
@@ -71,6 +72,9 @@ func (d DataConfig) Validate() error {
 		return fmt.Errorf("data config: val_fraction %g, want a fraction in (0, 1) (or 0: every tenth 64 KiB block)", d.ValFraction)
 	case d.ValFraction != 0 && d.Task != CharLM:
 		return fmt.Errorf("data config: val_fraction %g is for task %s, not %s", d.ValFraction, CharLM, d.Task)
+	case d.Task != CharLM && (d.SeqLen != 0 || d.Corpus != "" || d.MaxBytes != 0 || d.Vocab != "" || d.CorpusSHA256 != ""):
+		// A toy task would ignore them: a hand-edited seq_len of -1 must not pass.
+		return fmt.Errorf("data config: seq_len, corpus, max_bytes, vocab and corpus_sha256 are for task %s (task %s has its length in task_config.seq_len), want them 0 or empty", CharLM, quote.Text(d.Task))
 	}
 	return nil
 }
