@@ -242,6 +242,13 @@ func (c Config) Validate() error {
 // reference LM (tok_emb.weight, pos_emb.weight, blocks.0.ln1.weight, ..., ln_f.weight,
 // head.weight, head.bias; no .bias with NoBias, no head with Tied).
 //
+// In training, Dropout p applies where GPT-2 (nanoGPT's model.py) applies it: to the sum
+// of the token and position embeddings, to the attention weights (not with random
+// features, which have none) and to the output of each residual branch, after the
+// attention's output map and after the feed-forward layer. A model with attention
+// dropout trains on the general local-mean path (scores, then weights), slower than the
+// fused attention; evaluation and generation compute without dropout.
+//
 // An encoder–decoder (Arch "encdec") shares tok_emb and pos_emb between its two halves;
 // its encoder is enc.blocks.N (bidirectional Blocks) and enc.ln_f, its decoder
 // dec.blocks.N (DecoderBlocks: causal self-attention, cross-attention over the encoder
@@ -293,6 +300,7 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 				Tiling:    cfg.Tiling,
 
 				RandomFeatures: cfg.RandomFeatures,
+				Dropout:        cfg.attentionDropout(),
 			},
 		}
 	}
@@ -318,6 +326,16 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 		}
 	}
 	return m, nil
+}
+
+// attentionDropout is the dropout on the attention weights: Dropout, save for
+// random-feature attention, which has no weights (its dropout is the embedding's and
+// the residual branches').
+func (c Config) attentionDropout() float64 {
+	if c.RandomFeatures > 0 {
+		return 0
+	}
+	return c.Dropout
 }
 
 // embed returns the input vectors of ids [B, T] at positions offset..offset+T−1.
