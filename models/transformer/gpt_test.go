@@ -12,6 +12,7 @@ import (
 
 	"github.com/locusml/locus/autodiff"
 	"github.com/locusml/locus/layers"
+	"github.com/locusml/locus/train"
 	"gorgonia.org/tensor"
 )
 
@@ -149,5 +150,30 @@ func TestGPTOptionParams(t *testing.T) {
 		if scaled != wantScaled {
 			t.Errorf("%s: %d residual projections scaled, want %d", arch, scaled, wantScaled)
 		}
+	}
+}
+
+// TestOldConfigHasBiases: a configuration written before no_bias existed (the fixture's,
+// from the committed weights' metadata) parses to a model with biases, and a default
+// configuration is written without the key, as before.
+func TestOldConfigHasBiases(t *testing.T) {
+	_, meta, err := train.ReadSafetensors(torchWeights)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := meta["locus_config"]
+	if strings.Contains(raw, "no_bias") {
+		t.Fatalf("the fixture's config %s already has no_bias", raw)
+	}
+	cfg, err := ParseConfig(json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NoBias || cfg.Init != layers.InitGPT {
+		t.Errorf("old config %s: NoBias %v, Init %v; want biases and gpt", raw, cfg.NoBias, cfg.Init)
+	}
+	b, _ := json.Marshal(DefaultConfig(ArchLM, 7, 8))
+	if strings.Contains(string(b), "no_bias") {
+		t.Errorf("default config %s has no_bias", b)
 	}
 }
