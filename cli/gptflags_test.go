@@ -58,6 +58,23 @@ func TestGPTModelFlags(t *testing.T) {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 	check("resume", 5)
+	// The run file rebuilds the options under a model flag, as every flag can read them back.
+	again := filepath.Join(t.TempDir(), "again")
+	if code, _, stderr := runCLI(t, "train", "-config", filepath.Join(dir, runConfigFile), "-out", again, "-steps", "1", "-dmodel", "8"); code != 0 {
+		t.Fatalf("-config with a model flag: exit %d\n%s", code, stderr)
+	}
+	ck, err := train.LoadCheckpoint(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Tied       bool
+		NoBias     bool `json:"no_bias"`
+		Activation string
+	}
+	if err := json.Unmarshal(ck.ModelConfig, &cfg); err != nil || !cfg.Tied || !cfg.NoBias || cfg.Activation != "gelu" {
+		t.Errorf("-config run: model config %s (%v), want tied, no_bias and gelu kept", ck.ModelConfig, err)
+	}
 	code, _, stderr := runCLI(t, "export", "-ckpt", dir, "-out", filepath.Join(t.TempDir(), "m.pt"))
 	oneLine(t, "export -format torch", code, stderr, 1, "-format torch refused", "tied true", "no_bias true", "activation gelu")
 	if code, _, stderr := runCLI(t, "export", "-ckpt", dir, "-format", "onnx", "-out", filepath.Join(t.TempDir(), "m.onnx")); code != 0 {
