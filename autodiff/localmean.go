@@ -24,6 +24,11 @@ import (
 // The gradients are ∂m_t/∂s_ts = w_ts (v_s − m_t) and ∂m_t/∂v_s = w_ts; batch and heads
 // run in parallel.
 func (g *Graph) LocalMean(scores, values, keyMask *Node, mask Mask) *Node {
+	return g.localMean(scores, values, keyMask, mask, nil)
+}
+
+// localMean is LocalMean, or LocalMeanDropout's op when drop is not nil.
+func (g *Graph) localMean(scores, values, keyMask *Node, mask Mask, drop *localMeanDropoutKernel) *Node {
 	if !g.ok("LocalMean", scores, values) {
 		return nil
 	}
@@ -44,8 +49,13 @@ func (g *Graph) LocalMean(scores, values, keyMask *Node, mask Mask) *Node {
 		return g.failf("LocalMean: negative window %d", mask.Window)
 	}
 	k := &localMeanKernel{mask: mask}
+	var op fusedKernel = k
+	if drop != nil {
+		drop.localMeanKernel = k
+		op = drop
+	}
 	if keyMask == nil {
-		return g.applyFused(k, scores, values)
+		return g.applyFused(op, scores, values)
 	}
 	if !g.ok("LocalMean", keyMask) {
 		return nil
@@ -55,7 +65,7 @@ func (g *Graph) LocalMean(scores, values, keyMask *Node, mask Mask) *Node {
 		return g.failf("LocalMean: key mask %v, want [%d, %d] for scores %v", ks, ss[0], ss[nd-1], ss)
 	}
 	k.keyMasked, k.keyMask = true, keyMask
-	return g.applyFused(k, scores, values, keyMask)
+	return g.applyFused(op, scores, values, keyMask)
 }
 
 type localMeanKernel struct {
@@ -134,6 +144,12 @@ func keyMaskData[T float](in []*tensor.Dense, masked bool) []T {
 // [clo, chi) are neither written nor read (the backward pass uses the same blocks), so
 // fully masked key blocks (a causal mask's upper triangle) cost nothing.
 func localMeanForward[T float](d lmDims, mask Mask, mm gemmFunc[T], s, v, keyMask, w, m []T) {
+	localMeanForwardDrop(d, mask, mm, s, v, keyMask, w, m, nil)
+}
+
+// localMeanForwardDrop is localMeanForward, with dropout on the weights when drop is not
+// nil: the product reads the dropped weights, which it writes into drop.dw.
+func localMeanForwardDrop[T float](d lmDims, mask Mask, mm gemmFunc[T], s, v, keyMask, w, m []T, drop *weightDrop[T]) {
 	parallelFor(d.n, d.tq*d.tk*(d.dv+4), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			sp := s[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
@@ -155,7 +171,14 @@ func localMeanForward[T float](d lmDims, mask Mask, mm gemmFunc[T], s, v, keyMas
 				for t := r0; t < r1; t++ {
 					softmaxVisible(sp[t*d.tk:(t+1)*d.tk], wp[t*d.tk:(t+1)*d.tk], km, mask, t, clo, chi)
 				}
-				mm(false, false, r1-r0, d.dv, chi-clo, 1, wp[r0*d.tk+clo:], d.tk, vp[clo*d.dv:], d.dv, 0, mp[r0*d.dv:], d.dv)
+				use := wp
+				if drop != nil {
+					use = drop.dw[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
+					for t := r0; t < r1; t++ {
+						drop.apply(use, wp, p*d.tq*d.tk, t*d.tk+clo, t*d.tk+chi)
+					}
+				}
+				mm(false, false, r1-r0, d.dv, chi-clo, 1, use[r0*d.tk+clo:], d.tk, vp[clo*d.dv:], d.dv, 0, mp[r0*d.dv:], d.dv)
 			}
 		}
 	})
@@ -223,6 +246,12 @@ func localMeanGradValues[T float](d lmDims, mask Mask, mm gemmFunc[T], w, dm, dv
 // matrix product per key block, written into ds), using dm_t·m_t = Σ_s w_ts a_ts so that
 // m itself is not needed.
 func localMeanGradScores[T float](d lmDims, mask Mask, mm gemmFunc[T], w, v, dm, ds []T) {
+	localMeanGradScoresDrop(d, mask, mm, w, nil, v, dm, ds)
+}
+
+// localMeanGradScoresDrop is localMeanGradScores for the dropped weights dw of the
+// forward pass (nil: none dropped): with D = dw, ds_ts = D_ts a_ts − w_ts Σ_u D_tu a_tu.
+func localMeanGradScoresDrop[T float](d lmDims, mask Mask, mm gemmFunc[T], w, dw, v, dm, ds []T) {
 	parallelFor(d.n, d.tq*d.tk*(d.dv+2), func(lo, hi int) {
 		for p := lo; p < hi; p++ {
 			wp := w[p*d.tq*d.tk : (p+1)*d.tq*d.tk]
@@ -242,6 +271,15 @@ func localMeanGradScores[T float](d lmDims, mask Mask, mm gemmFunc[T], w, v, dm,
 					clear(dst[:clo])
 					clear(dst[chi:])
 					wr, ar := wp[t*d.tk+clo:t*d.tk+chi], dst[clo:chi]
+					if dw != nil {
+						dr := dw[p*d.tq*d.tk+t*d.tk+clo : p*d.tq*d.tk+t*d.tk+chi]
+						c := T(dot64(dr, ar))
+						ar = ar[:len(wr)]
+						for j, wj := range wr {
+							ar[j] = dr[j]*ar[j] - wj*c
+						}
+						continue
+					}
 					c := T(dot64(wr, ar))
 					ar = ar[:len(wr)]
 					for j, wj := range wr {

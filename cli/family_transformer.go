@@ -64,6 +64,7 @@ func (transformerFamily) Configs(f *ModelFlags) (any, any, error) {
 	cfg.Kernel, cfg.Bandwidth, cfg.Positions = f.Kernel, f.Bandwidth, f.Positions
 	cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden = f.Layers, f.DModel, f.Heads, f.DFF
 	cfg.PostLN, cfg.Dropout = f.PostLN, f.Dropout
+	cfg.Tied, cfg.NoBias, cfg.Activation, cfg.Init = f.Tie, !f.Bias, f.Activation, f.Init
 	cfg.RandomFeatures = f.RandomFeatures
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErrorf("%v", err)
@@ -93,6 +94,7 @@ func (transformerFamily) ToFlags(model, data json.RawMessage, f *ModelFlags) err
 	f.Kernel, f.Bandwidth, f.Positions = cfg.Kernel, cfg.Bandwidth, cfg.Positions
 	f.Layers, f.DModel, f.Heads, f.DFF, f.PostLN, f.Dropout = cfg.Layers, cfg.Dim, cfg.Heads, cfg.Hidden, cfg.PostLN, cfg.Dropout
 	f.RandomFeatures = cfg.RandomFeatures
+	f.Tie, f.Bias, f.Activation, f.Init = cfg.Tied, !cfg.NoBias, cfg.Activation, cfg.Init
 	f.SeqLen, f.CorruptRate, f.CorruptMode = d.TaskConfig.SeqLen, d.TaskConfig.CorruptRate, d.TaskConfig.CorruptMode
 	if d.Task == transformer.CharLM {
 		f.SeqLen = d.SeqLen

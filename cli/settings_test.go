@@ -162,19 +162,19 @@ func TestConfigReproducesRun(t *testing.T) {
 	// A setting no flag sets is kept when no model flag is given, and refused (not
 	// dropped) when one is.
 	edited := filepath.Join(base, "edited.json")
-	if err := os.WriteFile(edited, bytes.Replace(raw, []byte(`"activation": "gelu_tanh"`), []byte(`"activation": "relu"`), 1), 0o644); err != nil {
+	if err := os.WriteFile(edited, bytes.Replace(raw, []byte(`"activation": "gelu_tanh"`), []byte(`"activation": "gelu_tanh", "tiling": "never"`), 1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	mustTrain(t, "-config", edited, "-out", filepath.Join(base, "relu"), "-steps", "2")
-	ck, err = train.LoadCheckpoint(filepath.Join(base, "relu"))
+	mustTrain(t, "-config", edited, "-out", filepath.Join(base, "never"), "-steps", "2")
+	ck, err = train.LoadCheckpoint(filepath.Join(base, "never"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var model map[string]any
-	if err := json.Unmarshal(ck.ModelConfig, &model); err != nil || model["activation"] != "relu" {
+	if err := json.Unmarshal(ck.ModelConfig, &model); err != nil || model["tiling"] != "never" {
 		t.Fatalf("edited run file: model config %s (%v)", ck.ModelConfig, err)
 	}
-	if code, _, stderr := runCLI(t, "train", "-config", edited, "-out", filepath.Join(base, "relu2"), "-layers", "2"); code != 2 || !strings.Contains(stderr, "model_config sets activation, which no flag does") {
+	if code, _, stderr := runCLI(t, "train", "-config", edited, "-out", filepath.Join(base, "never2"), "-layers", "2"); code != 2 || !strings.Contains(stderr, "model_config sets tiling, which no flag does") {
 		t.Errorf("model flag over an edited run file: exit %d, %q", code, stderr)
 	}
 	for _, tc := range []struct{ from, to, want string }{

@@ -49,10 +49,12 @@ type ModelFlags struct {
 	Kernel                                layers.KernelSpec
 	Bandwidth                             layers.BandwidthMode
 	Positions                             layers.PositionEncoding
+	Activation                            layers.Activation
+	Init                                  layers.Init
 	Layers, DModel, Heads, DFF, SeqLen    int
 	RandomFeatures                        int
 	Batch                                 int
-	PostLN                                bool
+	PostLN, Tie, Bias                     bool
 	Dropout, CorruptRate, Sigma           float64
 	MaxBytes                              int64
 	ValFraction                           float64
@@ -66,7 +68,7 @@ type ModelFlags struct {
 func (f *ModelFlags) Given(name string) bool { return f.set[name] }
 
 // modelFlags are the flags of the model and its data.
-var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "val-fraction", "batch", "seed", "noise", "sigma", "mnist"}
+var modelFlags = []string{"model", "task", "arch", "kernel", "bandwidth", "positions", "layers", "dmodel", "heads", "dff", "postln", "tie", "bias", "activation", "init", "dropout", "random-features", "seqlen", "corrupt-rate", "corrupt-mode", "data", "maxbytes", "val-fraction", "batch", "seed", "noise", "sigma", "mnist"}
 
 // defineTrainFlags binds locus train's flags to f's fields.
 func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
@@ -81,7 +83,11 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.IntVar(&f.Heads, "heads", 4, "attention heads")
 	fs.IntVar(&f.DFF, "dff", 0, "feed-forward width (0: 4·-dmodel, 256 at -dmodel 64)")
 	fs.BoolVar(&f.PostLN, "postln", false, "post-LN blocks instead of pre-LN")
-	fs.Float64Var(&f.Dropout, "dropout", 0, "dropout probability")
+	fs.BoolVar(&f.Tie, "tie", false, "transformer: tie the output head to the token embedding (the head reuses tok_emb.weight)")
+	fs.BoolVar(&f.Bias, "bias", true, "transformer: biases in the Linear maps and LayerNorms (-bias=false: weights only, GPT-2's bias=False)")
+	fs.TextVar(&f.Activation, "activation", layers.GELUTanh, "transformer: feed-forward activation: "+strings.Join(layers.ActivationNames(), ", ")+" (gelu is the exact erf form, PyTorch's nn.GELU)")
+	fs.TextVar(&f.Init, "init", layers.InitGPT, "transformer: initialisation: "+strings.Join(layers.InitNames(), ", ")+" (gpt: N(0, 0.02²) weights; gpt2: gpt with each block's attention output map and second feed-forward map at 0.02/√(2·layers))")
+	fs.Float64Var(&f.Dropout, "dropout", 0, "dropout probability (transformer: on the embedding sum, the attention weights and each residual branch's output, as GPT-2)")
 	fs.IntVar(&f.RandomFeatures, "random-features", 0, fmt.Sprintf("transformer: approximate the exponential or gaussian kernel by M positive random features (FAVOR+), at most %d; 0: exact attention", layers.MaxRandomFeatures))
 	fs.IntVar(&f.Batch, "batch", 64, "batch size (sequences; images for dae and ldae, where the default is 128)")
 	fs.Uint64Var(&f.Seed, "seed", 0, "random seed (parameters and data)")

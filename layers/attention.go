@@ -35,6 +35,13 @@ type AttentionConfig struct {
 	RandomFeatures int
 	// RandomFeatureSeed, mixed with the layer's scope name, draws the features.
 	RandomFeatureSeed uint64
+
+	// Dropout p drops the local mean's weights in training, each with probability p, the
+	// kept ones scaled by 1/(1−p) (GPT-2's attention dropout; autodiff's
+	// LocalMeanDropout); 0: none. In training such a layer computes its local mean on the
+	// general path (the scores, then the weights kept), whatever the kernel and tiling;
+	// random-feature attention has no weights, and refuses it.
+	Dropout float64
 }
 
 // Tiling says when KernelAttention computes its local mean tile by tile
@@ -132,6 +139,10 @@ func (c AttentionConfig) Validate() error {
 		return fmt.Errorf("AttentionConfig.RandomFeatures = %d, want 0 (exact attention) to %d", c.RandomFeatures, MaxRandomFeatures)
 	case c.Tiling < TilingAuto || c.Tiling > TilingAlways:
 		return fmt.Errorf("AttentionConfig.Tiling = %v, want auto, never or always", c.Tiling)
+	case !(c.Dropout >= 0 && c.Dropout < 1):
+		return fmt.Errorf("AttentionConfig.Dropout = %g, want 0 <= p < 1", c.Dropout)
+	case c.Dropout > 0 && c.RandomFeatures > 0:
+		return fmt.Errorf("AttentionConfig.Dropout = %g with RandomFeatures = %d: random-feature attention has no weights to drop", c.Dropout, c.RandomFeatures)
 	}
 	if err := c.Bandwidth.Validate(); err != nil {
 		return fmt.Errorf("AttentionConfig.%w", err)
@@ -245,6 +256,10 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
+	if a.dropsWeights(g) {
+		k, v := a.KeysValues(g, mem, 0)
+		return a.AttendKV(g, x, k, v, opt)
+	}
 	if a.cfg.RandomFeatures == 0 && a.inFeatures() {
 		return a.attendFused(g, x, mem, opt)
 	}
@@ -253,6 +268,12 @@ func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt A
 	}
 	k, v := a.KeysValues(g, mem, 0)
 	return a.AttendKV(g, x, k, v, opt)
+}
+
+// dropsWeights reports whether the layer drops its weights in this graph (Dropout, in
+// training), which takes the general path: scores, then LocalMeanDropout.
+func (a *KernelAttention) dropsWeights(g *autodiff.Graph) bool {
+	return a.cfg.Dropout > 0 && g != nil && g.Training()
 }
 
 // standard reports whether the layer is plain scaled dot-product attention (the
@@ -427,7 +448,7 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 		h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq, false)
 		hk := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tk, false)
 		m = g.Reshape(a.randomFeatureMean(g, q, k, v, h, hk, opt, mask), []int{b, a.Heads, tq, a.DHead})
-	case ok && !a.unfused:
+	case ok && !a.unfused && !a.dropsWeights(g):
 		h := a.bw.fusedWidth(g, x, q, k, opt.KeyMask, mask, b, tq, false)
 		m = g.Reshape(a.pairMean(g, pk, q, k, v, h, opt, mask, b, tq, tk, false), []int{b, a.Heads, tq, a.DHead})
 	default:
@@ -449,7 +470,7 @@ func (a *KernelAttention) generalMean(g *autodiff.Graph, q, k, v *autodiff.Node,
 	b, tq, tk := qs[0]/a.Heads, qs[1], ks[1]
 	s := addPositionScores(g, a.Kernel, a.Kernel.Scores(g, q, k, h), a.Heads, opt.Offset)
 	s = g.Reshape(s, []int{b, a.Heads, tq, tk})
-	m := g.LocalMean(s, g.Reshape(v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask) // [B, H, Tq, dh]
+	m := g.LocalMeanDropout(s, g.Reshape(v, []int{b, a.Heads, tk, a.DHead}), opt.KeyMask, mask, a.cfg.Dropout) // [B, H, Tq, dh]
 	a.tapWeights(g, m)
 	a.tapBandwidth(g, h, b, tq)
 	return m

@@ -20,7 +20,13 @@ type BlockConfig struct {
 	NormEps float64 // norm eps; 0 means 1e-5
 	// RMSNorm uses RMSNorm (weight only) instead of LayerNorm for ln1 and ln2.
 	RMSNorm bool
-	Init    Init
+	// NoBias omits every bias of the block: the norms' (weight only), the attention's
+	// q, k, v, o maps' and the feed-forward layer's (GPT-2 without biases).
+	NoBias bool
+	Init   Init
+	// Depth is the number of blocks in the model's stack, by which InitGPT2 scales the
+	// residual branches' output projections (std 0.02/√(2·Depth)); 0 means 1.
+	Depth int
 	// Attention holds the attention options (kernel, bandwidth, Causal, Window, Rotary,
 	// ...); its Dim, Heads and Init are taken from the block.
 	Attention AttentionConfig
@@ -31,13 +37,16 @@ func (c BlockConfig) Validate() error {
 	if !(c.Dropout >= 0 && c.Dropout < 1) {
 		return fmt.Errorf("BlockConfig.Dropout = %g, want 0 <= p < 1", c.Dropout)
 	}
-	if err := (NormConfig{Dim: c.Dim, Eps: c.NormEps}).Validate(); err != nil {
+	if c.Depth < 0 {
+		return fmt.Errorf("BlockConfig.Depth = %d, want >= 0 (0 means 1)", c.Depth)
+	}
+	if err := c.Norm().Validate(); err != nil {
 		return fmt.Errorf("BlockConfig: %w", err)
 	}
 	if err := c.attention().Validate(); err != nil {
 		return fmt.Errorf("BlockConfig.%w", err)
 	}
-	if err := c.ffn().Validate(); err != nil {
+	if err := c.FFN().Validate(); err != nil {
 		return fmt.Errorf("BlockConfig: %w", err)
 	}
 	return nil
@@ -46,12 +55,24 @@ func (c BlockConfig) Validate() error {
 func (c BlockConfig) attention() AttentionConfig {
 	a := c.Attention
 	a.Dim, a.Heads, a.Init = c.Dim, c.Heads, c.Init
+	a.NoBias = a.NoBias || c.NoBias
 	return a
 }
 
-func (c BlockConfig) ffn() FeedForwardConfig {
-	return FeedForwardConfig{Dim: c.Dim, Hidden: c.Hidden, Activation: c.Activation, Init: c.Init}
+// FFN returns the configuration of the block's feed-forward layer.
+func (c BlockConfig) FFN() FeedForwardConfig {
+	return FeedForwardConfig{Dim: c.Dim, Hidden: c.Hidden, Activation: c.Activation, NoBias: c.NoBias, Init: c.Init}
 }
+
+// Norm returns the configuration of the block's norms.
+func (c BlockConfig) Norm() NormConfig {
+	return NormConfig{Dim: c.Dim, Eps: c.NormEps, NoBias: c.NoBias}
+}
+
+// ScaleResidual applies the initialisation's residual-projection scaling (InitGPT2) to
+// ls, the linear maps that end the block's residual branches, for a stack of Depth
+// blocks; a block built outside NewBlock (a decoder block) calls it on its own maps.
+func (c BlockConfig) ScaleResidual(ls ...*Linear) { c.Init.scaleResidual(c.Depth, ls...) }
 
 // Block is a Transformer block as a hierarchical local model (THEORY.md §5): a soft
 // mean-shift step x + Attn(x) followed by the pointwise map x + FFN(x). Its parameters,
@@ -73,7 +94,7 @@ func NewBlock(s autodiff.Scope, cfg BlockConfig) (*Block, error) {
 	}
 	b := &Block{PostLN: cfg.PostLN, Dropout: cfg.Dropout, scope: s.Name()}
 	var err error
-	norm := NormConfig{Dim: cfg.Dim, Eps: cfg.NormEps}
+	norm := cfg.Norm()
 	newNorm := func(name string) (Norm, error) {
 		if cfg.RMSNorm {
 			return NewRMSNorm(s.Sub(name), norm)
@@ -89,9 +110,10 @@ func NewBlock(s autodiff.Scope, cfg BlockConfig) (*Block, error) {
 	if b.LN2, err = newNorm("ln2"); err != nil {
 		return nil, err
 	}
-	if b.FFN, err = NewFeedForward(s.Sub("ffn"), cfg.ffn()); err != nil {
+	if b.FFN, err = NewFeedForward(s.Sub("ffn"), cfg.FFN()); err != nil {
 		return nil, err
 	}
+	cfg.ScaleResidual(b.Attn.O, b.FFN.FC2)
 	return b, nil
 }
 

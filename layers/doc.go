@@ -138,8 +138,9 @@
 // KernelAttention splits heads as PyTorch does (head j takes feature columns
 // j·d_head..(j+1)·d_head−1) and works on [B, T, d] inputs; with the exponential kernel and
 // the fixed bandwidth √d_head a pre-LN Block matches PyTorch's to float32 round-off
-// (testdata/parity). Initialisation is InitTorch (PyTorch's module defaults) or InitGPT
-// (N(0, 0.02) weights, zero biases).
+// (testdata/parity). Initialisation is InitTorch (PyTorch's module defaults), InitGPT
+// (N(0, 0.02) weights, zero biases) or InitGPT2 (InitGPT with each residual branch's
+// output map at 0.02/√(2·BlockConfig.Depth)).
 //
 // # ONNX
 //

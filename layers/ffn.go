@@ -63,6 +63,7 @@ type FeedForwardConfig struct {
 	Hidden     int        // inner width d_ff; 0 means 4·Dim
 	Activation Activation // GELUTanh by default
 	Dropout    float64    // dropout on the inner activations, in training; 0: none
+	NoBias     bool       // omit the biases of fc1 and fc2
 	Init       Init
 }
 
@@ -85,7 +86,7 @@ func (c FeedForwardConfig) Validate() error {
 
 // FeedForward is the non-linear map between local means (THEORY.md §5):
 // fc2(act(fc1(x))), with parameters `<scope>.fc1.weight/bias` [Hidden, Dim], [Hidden]
-// and `<scope>.fc2.weight/bias` [Dim, Hidden], [Dim].
+// and `<scope>.fc2.weight/bias` [Dim, Hidden], [Dim] (no biases with NoBias).
 type FeedForward struct {
 	FC1, FC2   *Linear
 	Activation Activation
@@ -102,11 +103,11 @@ func NewFeedForward(s autodiff.Scope, cfg FeedForwardConfig) (*FeedForward, erro
 	if hidden == 0 {
 		hidden = 4 * cfg.Dim
 	}
-	fc1, err := NewLinear(s.Sub("fc1"), LinearConfig{In: cfg.Dim, Out: hidden, Init: cfg.Init})
+	fc1, err := NewLinear(s.Sub("fc1"), LinearConfig{In: cfg.Dim, Out: hidden, NoBias: cfg.NoBias, Init: cfg.Init})
 	if err != nil {
 		return nil, err
 	}
-	fc2, err := NewLinear(s.Sub("fc2"), LinearConfig{In: hidden, Out: cfg.Dim, Init: cfg.Init})
+	fc2, err := NewLinear(s.Sub("fc2"), LinearConfig{In: hidden, Out: cfg.Dim, NoBias: cfg.NoBias, Init: cfg.Init})
 	if err != nil {
 		return nil, err
 	}

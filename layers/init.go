@@ -17,14 +17,19 @@ const (
 	// InitGPT is the GPT-2 scheme of the reference workloads: Linear weight ~ N(0, 0.02²),
 	// Linear bias 0, Embedding ~ N(0, 0.02²), norm weight 1 and bias 0.
 	InitGPT
+	// InitGPT2 is InitGPT with GPT-2's residual-projection scaling: the linear map that
+	// ends each residual branch of a Block or a decoder block (attn.o, xattn.o, ffn.fc2)
+	// has std 0.02/√(2·Depth), Depth being the blocks of the stack (BlockConfig.Depth).
+	// Its draws are InitGPT's, those matrices scaled, so the two agree elsewhere.
+	InitGPT2
 )
 
-var initNames = []string{"torch", "gpt"}
+var initNames = []string{"torch", "gpt", "gpt2"}
 
 // InitNames returns the text forms of the initialisations.
 func InitNames() []string { return append([]string(nil), initNames...) }
 
-// String returns "torch" or "gpt".
+// String returns "torch", "gpt" or "gpt2".
 func (i Init) String() string { return stringEnum("Init", initNames, i) }
 
 // MarshalText returns the initialisation's name.
@@ -37,7 +42,7 @@ func (i *Init) UnmarshalText(b []byte) (err error) {
 }
 
 func (i Init) validate(field string) error {
-	if i != InitTorch && i != InitGPT {
+	if i < InitTorch || i > InitGPT2 {
 		return fmt.Errorf("%s: unknown initialisation %v", field, i)
 	}
 	return nil
@@ -46,22 +51,41 @@ func (i Init) validate(field string) error {
 // gptStd is the standard deviation of InitGPT's normal draws.
 const gptStd = 0.02
 
+// gpt reports whether i draws N(0, 0.02²) weights (InitGPT, InitGPT2).
+func (i Init) gpt() bool { return i == InitGPT || i == InitGPT2 }
+
+// scaleResidual scales the weights of the linear maps ls, the output projections of a
+// block's residual branches, by 1/√(2·depth) under InitGPT2 (depth 0 counts as 1); under
+// the other initialisations it does nothing.
+func (i Init) scaleResidual(depth int, ls ...*Linear) {
+	if i != InitGPT2 {
+		return
+	}
+	f := 1 / math.Sqrt(2*float64(max(depth, 1)))
+	for _, l := range ls {
+		w := l.Weight
+		for j := range w.Size() {
+			w.SetAt(j, f*w.At(j))
+		}
+	}
+}
+
 func (i Init) linearWeight(in int) autodiff.Init {
-	if i == InitGPT {
+	if i.gpt() {
 		return autodiff.Normal(0, gptStd)
 	}
 	return autodiff.TorchLinear(in)
 }
 
 func (i Init) linearBias(in int) autodiff.Init {
-	if i == InitGPT {
+	if i.gpt() {
 		return autodiff.Zeros()
 	}
 	return autodiff.TorchLinear(in)
 }
 
 func (i Init) embedding() autodiff.Init {
-	if i == InitGPT {
+	if i.gpt() {
 		return autodiff.Normal(0, gptStd)
 	}
 	return autodiff.Normal(0, 1)

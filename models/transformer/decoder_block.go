@@ -37,10 +37,11 @@ func NewDecoderBlock(s autodiff.Scope, cfg layers.BlockConfig) (*DecoderBlock, e
 	}
 	self := cfg.Attention
 	self.Dim, self.Heads, self.Init = cfg.Dim, cfg.Heads, cfg.Init
+	self.NoBias = self.NoBias || cfg.NoBias
 	cross := self
 	cross.Causal, cross.Window, cross.Hollow, cross.Rotary = false, 0, false, false
 	b := &DecoderBlock{PostLN: cfg.PostLN, Dropout: cfg.Dropout}
-	norm := layers.NormConfig{Dim: cfg.Dim, Eps: cfg.NormEps}
+	norm := cfg.Norm()
 	newNorm := func(name string) (layers.Norm, error) {
 		if cfg.RMSNorm {
 			return layers.NewRMSNorm(s.Sub(name), norm)
@@ -63,10 +64,10 @@ func NewDecoderBlock(s autodiff.Scope, cfg layers.BlockConfig) (*DecoderBlock, e
 	if b.LN2, err = newNorm("ln2"); err != nil {
 		return nil, err
 	}
-	ffn := layers.FeedForwardConfig{Dim: cfg.Dim, Hidden: cfg.Hidden, Activation: cfg.Activation, Init: cfg.Init}
-	if b.FFN, err = layers.NewFeedForward(s.Sub("ffn"), ffn); err != nil {
+	if b.FFN, err = layers.NewFeedForward(s.Sub("ffn"), cfg.FFN()); err != nil {
 		return nil, err
 	}
+	cfg.ScaleResidual(b.Attn.O, b.XAttn.O, b.FFN.FC2)
 	return b, nil
 }
 

@@ -18,7 +18,7 @@ func (m *Model) newEncDec(root autodiff.Scope, blockCfg func(causal bool) layers
 		}
 		m.EncBlocks = append(m.EncBlocks, b)
 	}
-	if m.EncLNF, err = layers.NewLayerNorm(root.Sub("enc.ln_f"), layers.NormConfig{Dim: m.Config.Dim}); err != nil {
+	if m.EncLNF, err = layers.NewLayerNorm(root.Sub("enc.ln_f"), layers.NormConfig{Dim: m.Config.Dim, NoBias: m.Config.NoBias}); err != nil {
 		return err
 	}
 	for i := range m.Config.Layers {

@@ -80,9 +80,10 @@ type Config struct {
 	Bandwidth  layers.BandwidthMode    `json:"bandwidth"`
 	Positions  layers.PositionEncoding `json:"positions"`
 	PostLN     bool                    `json:"post_ln"`
-	Tied       bool                    `json:"tied"` // the output head reuses tok_emb.weight (no head.weight)
+	Tied       bool                    `json:"tied"`              // the output head reuses tok_emb.weight (no head.weight)
+	NoBias     bool                    `json:"no_bias,omitempty"` // no biases in the Linear maps and LayerNorms (GPT-2's bias=False); absent: biases
 	Activation layers.Activation       `json:"activation"`
-	Dropout    float64                 `json:"dropout"` // in training; zero is a valid setting, none
+	Dropout    float64                 `json:"dropout"` // in training, GPT-2's placement (Model); zero is a valid setting, none
 	Init       layers.Init             `json:"init"`
 	// Tiling chooses the attention's local mean: auto (by length), never or always tiled
 	// (O(T) memory); every choice computes the same function.
@@ -155,6 +156,7 @@ var standardFields = map[string]struct {
 	"Positions":      {true, "the reference has learned positions"},
 	"PostLN":         {true, "post-LN blocks; the reference is pre-LN"},
 	"Tied":           {true, "a tied output head; the reference has its own head.weight"},
+	"NoBias":         {true, "no biases; the reference's Linear maps and LayerNorms have them"},
 	"Activation":     {true, "the reference uses gelu_tanh"},
 	"Dropout":        {false, "training only: evaluation, and PyTorch's model in eval mode, compute without dropout"},
 	"Init":           {false, "training only: the exported weights are the trained ones"},
@@ -238,7 +240,14 @@ func (c Config) Validate() error {
 // kernel-attention blocks (local means with learned kernels) and feed-forward maps, a
 // final LayerNorm and the output head. Its parameter names are those of PyTorch's
 // reference LM (tok_emb.weight, pos_emb.weight, blocks.0.ln1.weight, ..., ln_f.weight,
-// head.weight, head.bias).
+// head.weight, head.bias; no .bias with NoBias, no head with Tied).
+//
+// In training, Dropout p applies where GPT-2 (nanoGPT's model.py) applies it: to the sum
+// of the token and position embeddings, to the attention weights (not with random
+// features, which have none) and to the output of each residual branch, after the
+// attention's output map and after the feed-forward layer. A model with attention
+// dropout trains on the general local-mean path (scores, then weights), slower than the
+// fused attention; evaluation and generation compute without dropout.
 //
 // An encoder–decoder (Arch "encdec") shares tok_emb and pos_emb between its two halves;
 // its encoder is enc.blocks.N (bidirectional Blocks) and enc.ln_f, its decoder
@@ -282,7 +291,7 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 	blockCfg := func(causal bool) layers.BlockConfig {
 		return layers.BlockConfig{
 			Dim: cfg.Dim, Heads: cfg.Heads, Hidden: cfg.Hidden, Activation: cfg.Activation,
-			PostLN: cfg.PostLN, Dropout: cfg.Dropout, Init: init,
+			PostLN: cfg.PostLN, Dropout: cfg.Dropout, NoBias: cfg.NoBias, Init: init, Depth: cfg.Layers,
 			Attention: layers.AttentionConfig{
 				Kernel:    kern,
 				Bandwidth: layers.BandwidthConfig{Mode: cfg.Bandwidth},
@@ -291,6 +300,7 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 				Tiling:    cfg.Tiling,
 
 				RandomFeatures: cfg.RandomFeatures,
+				Dropout:        cfg.attentionDropout(),
 			},
 		}
 	}
@@ -307,15 +317,25 @@ func New(cfg Config, ps *autodiff.Params) (*Model, error) {
 			m.Blocks = append(m.Blocks, b)
 		}
 	}
-	if m.LNF, err = layers.NewLayerNorm(root.Sub("ln_f"), layers.NormConfig{Dim: cfg.Dim}); err != nil {
+	if m.LNF, err = layers.NewLayerNorm(root.Sub("ln_f"), layers.NormConfig{Dim: cfg.Dim, NoBias: cfg.NoBias}); err != nil {
 		return nil, err
 	}
 	if !cfg.Tied {
-		if m.Head, err = layers.NewLinear(root.Sub("head"), layers.LinearConfig{In: cfg.Dim, Out: cfg.Vocab, Init: init}); err != nil {
+		if m.Head, err = layers.NewLinear(root.Sub("head"), layers.LinearConfig{In: cfg.Dim, Out: cfg.Vocab, NoBias: cfg.NoBias, Init: init}); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// attentionDropout is the dropout on the attention weights: Dropout, save for
+// random-feature attention, which has no weights (its dropout is the embedding's and
+// the residual branches').
+func (c Config) attentionDropout() float64 {
+	if c.RandomFeatures > 0 {
+		return 0
+	}
+	return c.Dropout
 }
 
 // embed returns the input vectors of ids [B, T] at positions offset..offset+T−1.

@@ -80,6 +80,10 @@ func onnxCases() map[string]func(*Config) {
 		"lm/tied-gelu-exact": func(c *Config) {
 			c.Tied, c.Activation = true, layers.GELUExact
 		},
+		"lm/nanogpt-tied-nobias-gelu-gpt2": func(c *Config) {
+			c.Tied, c.NoBias, c.Activation, c.Init = true, true, layers.GELUExact, layers.InitGPT2
+		},
+		"encdec/nobias-postln": func(c *Config) { c.Arch, c.NoBias, c.PostLN = ArchEncDec, true, true },
 		"lm/relu-rotary-postln-knn-gaussian": func(c *Config) {
 			c.Activation, c.Positions, c.PostLN = layers.ReLU, layers.PositionsRotary, true
 			c.Kernel, c.Bandwidth = layers.MustParseKernelSpec("gaussian"), layers.BandwidthKNN
