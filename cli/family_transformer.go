@@ -77,7 +77,7 @@ func (transformerFamily) ConfigTypes() (any, any) {
 }
 
 func (transformerFamily) ToFlags(model, data json.RawMessage, f *ModelFlags) error {
-	cfg, err := transformer.ParseConfig(model)
+	cfg, err := parseLeavingVocab(model)
 	if err != nil {
 		return err
 	}
@@ -182,3 +182,23 @@ func (s *transformerSession) Bandwidths() map[string][]float64 {
 }
 
 func (s *transformerSession) Finish(string, *autodiff.Model, uint64, io.Writer) error { return nil }
+
+// parseLeavingVocab is transformer.ParseConfig for a saved configuration that may leave
+// out its vocabulary, as a recipe does: the vocabulary is the data's, which no flag sets
+// (the rebuilt configuration takes it from the data). An explicit vocab is checked.
+func parseLeavingVocab(model json.RawMessage) (transformer.Config, error) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(model, &keys) == nil && keys != nil {
+		if _, ok := keys["vocab"]; !ok {
+			keys["vocab"] = json.RawMessage("1")
+			withVocab, err := json.Marshal(keys)
+			if err != nil {
+				return transformer.Config{}, err
+			}
+			cfg, err := transformer.ParseConfig(withVocab)
+			cfg.Vocab = 0
+			return cfg, err
+		}
+	}
+	return transformer.ParseConfig(model)
+}

@@ -165,12 +165,11 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 		// Without model flags the run file's configurations are used as they are, so
 		// that settings no flag sets are kept too.
 		name, modelCfg, dataCfg = rc.Family, compactJSON(rc.ModelConfig), compactJSON(rc.DataConfig)
-		if modelGiven {
-			// Model flags rebuild the configuration from flags: refuse when the file has
-			// settings that no flag sets, rather than drop them.
-			if err := saved.expressible(rc.ModelConfig, f.config); err != nil {
-				return err
-			}
+		rebuild, err := saved.rebuildsRunFile(rc.ModelConfig, f.config, modelGiven)
+		if err != nil {
+			return err
+		}
+		if rebuild {
 			if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
 				return err
 			}
@@ -352,30 +351,42 @@ func (f *trainFlags) takeFrom(fs *flag.FlagSet, src savedRun, resume bool) (*tra
 	return saved, resolveSettings(fs, &f.settings, f.set)
 }
 
-// expressible reports an error unless the flags f (a saved run's) rebuild the model
-// configuration model; what names the file.
-func (f *trainFlags) expressible(model json.RawMessage, what string) error {
-	_, _, rebuilt, _, err := f.newConfigs()
+// rebuildsRunFile reports whether a run file's model configuration model is rebuilt
+// from the flags rather than used as it is: when model flags are given (modelGiven), or
+// when the file leaves out keys that the flags f (the file's own, as flags) rebuild, as a
+// recipe leaves its vocabulary to the data that -data names. Then it is an error when the
+// file has settings that no flag sets, rather than drop them; what names the file.
+func (f *trainFlags) rebuildsRunFile(model json.RawMessage, what string, modelGiven bool) (bool, error) {
+	_, _, raw, _, err := f.newConfigs()
 	if err != nil {
-		return err
+		return false, err
 	}
-	var a, b map[string]any
-	if err := json.Unmarshal(model, &a); err != nil {
-		return fmt.Errorf("%s: model_config: %w", what, err)
+	var file, rebuilt map[string]any
+	if err := json.Unmarshal(model, &file); err != nil {
+		return false, fmt.Errorf("%s: model_config: %w", what, err)
 	}
-	if err := json.Unmarshal(rebuilt, &b); err != nil {
-		return err
+	if err := json.Unmarshal(raw, &rebuilt); err != nil {
+		return false, err
+	}
+	leavesOut := false
+	for k := range rebuilt {
+		if _, ok := file[k]; !ok {
+			leavesOut = true
+		}
+	}
+	if !modelGiven && !leavesOut {
+		return false, nil
 	}
 	var differ []string
-	for _, k := range slices.Sorted(maps.Keys(a)) {
-		if !reflect.DeepEqual(a[k], b[k]) {
+	for _, k := range slices.Sorted(maps.Keys(file)) {
+		if !reflect.DeepEqual(file[k], rebuilt[k]) {
 			differ = append(differ, k)
 		}
 	}
 	if len(differ) > 0 {
-		return usageErrorf("%s: model_config sets %s, which no flag does: edit the file instead of passing model flags", what, strings.Join(differ, ", "))
+		return false, usageErrorf("%s: model_config sets %s, which no flag does: edit the file instead of passing model flags", what, strings.Join(differ, ", "))
 	}
-	return nil
+	return true, nil
 }
 
 // compactJSON returns raw without insignificant space (raw itself if it is not JSON).
