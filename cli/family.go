@@ -33,6 +33,8 @@ type Family interface {
 	Configs(f *ModelFlags) (model, data any, err error)
 	// ToFlags writes saved configurations into f as the flags that would give them, so
 	// that -resume and -config can compare them with the flags given; data may be empty.
+	// A recipe's model configuration may leave out what the data determines (the
+	// transformer's vocab): ToFlags should accept that, since no flag sets it.
 	ToFlags(model, data json.RawMessage, f *ModelFlags) error
 	// ConfigTypes returns zero values of the model and data configuration types, whose
 	// JSON keys a run file is checked against.

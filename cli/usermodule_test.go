@@ -124,8 +124,11 @@ func TestUserModule(t *testing.T) {
 
 	out, _ = run(0, "report", "-ckpt", "runs/lm", "-out", "report.html")
 	page, err := os.ReadFile(filepath.Join(mod, "report.html"))
-	if err != nil || !strings.Contains(out, "wrote report.html") || !strings.Contains(string(page), "kattn") || !strings.Contains(string(page), "<img") {
-		t.Errorf("report: %v\n%s", err, out)
+	// The page shows the user's model: its loss curve, learned bandwidths, kernel profile
+	// and attention maps, and the task's metrics.
+	if err != nil || !strings.Contains(out, "wrote report.html") || !strings.Contains(out, "4 pictures") ||
+		strings.Count(string(page), "<img") != 4 || !strings.Contains(string(page), "kattn") || !strings.Contains(string(page), "val_seq_acc") {
+		t.Errorf("report: %v, %d pictures in the page\n%s", err, strings.Count(string(page), "<img"), out)
 	}
 
 	out, _ = run(0, "export", "-ckpt", "runs/lm", "-format", "safetensors", "-out", "lm.safetensors")
