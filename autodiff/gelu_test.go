@@ -77,7 +77,7 @@ func TestGELUFloat32(t *testing.T) {
 
 // TestGELUExactFloat32: the float32 fast path of the exact GELU (erfc fit, vectorised
 // exponentials) against Φ in float64, forward and backward, over [−12, 12]: within
-// 3e-7 + 6e-8·x² relative (about 3 float32 ulps near 0, 4e-6 at 8, where GELU(−8) ≈ −5e-15: the
+// 5e-7 + 6e-8·x² relative (about 4 float32 ulps near 0, 4e-6 at 8, where GELU(−8) ≈ −5e-15: the
 // float32 rounding of the exponent −x²/2), with no cancellation for negative x.
 func TestGELUExactFloat32(t *testing.T) {
 	var x []float32
@@ -98,7 +98,7 @@ func TestGELUExactFloat32(t *testing.T) {
 		phi := 0.5 * math.Erfc(-v/math.Sqrt2)
 		wantY := v * phi
 		wantD := phi + v*math.Exp(-v*v/2)/math.Sqrt(2*math.Pi)
-		tol := 3e-7 + 6e-8*v*v
+		tol := 5e-7 + 6e-8*v*v
 		// GELU' = Φ + x·φ is a difference for negative x (0 at x ≈ −0.75): its error is
 		// measured against the size of its terms.
 		scale := [2]float64{math.Abs(wantY), phi + math.Abs(v)*math.Exp(-v*v/2)/math.Sqrt(2*math.Pi)}

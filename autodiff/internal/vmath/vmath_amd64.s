@@ -2796,3 +2796,114 @@ mkbad:
 	MOVQ    AX, bad+48(FP)
 	VZEROUPPER
 	RET
+
+// gconst: the erfc fit's coefficients c0..c9 (Numerical Recipes' erfcc), then 1/√2, ½, 1,
+// 1/√(2π) and the absolute-value mask, one float32 each, for geluExactAVX2.
+DATA gconst<>+0(SB)/4, $0xbfa1fc4e
+DATA gconst<>+4(SB)/4, $0x3f8000c7
+DATA gconst<>+8(SB)/4, $0x3ebf88fb
+DATA gconst<>+12(SB)/4, $0x3dc636c9
+DATA gconst<>+16(SB)/4, $0xbe3ec24c
+DATA gconst<>+20(SB)/4, $0x3e8ec7cc
+DATA gconst<>+24(SB)/4, $0xbf914e5d
+DATA gconst<>+28(SB)/4, $0x3fbe87b0
+DATA gconst<>+32(SB)/4, $0xbf527892
+DATA gconst<>+36(SB)/4, $0x3e2ef945
+DATA gconst<>+40(SB)/4, $0x3f3504f3
+DATA gconst<>+44(SB)/4, $0x3f000000
+DATA gconst<>+48(SB)/4, $0x3f800000
+DATA gconst<>+52(SB)/4, $0x3ecc422a
+DATA gconst<>+56(SB)/4, $0x7fffffff
+GLOBL gconst<>(SB), RODATA|NOPTR, $60
+
+// func geluExactAVX2(x, s, d, y *float32, n int)
+// With z = |x|/√2, t = 1/(1 + z/2) and erfc(z) = t·exp(P(t) − z²) (P by Horner, in FMAs;
+// the exponents P(t) − x·(x/2) and −x·(x/2) each one FMA, so rounded once):
+// s[i] = Φ(x) (½·erfc(z) for x < 0, 1 − ½·erfc(z) otherwise), d[i] = x·φ(x) =
+// x·exp(−z²)/√(2π) and y[i] = x·s[i]; n is a positive multiple of 8.
+TEXT ·geluExactAVX2(SB), NOSPLIT, $0-40
+	MOVQ x+0(FP), SI
+	MOVQ s+8(FP), DI
+	MOVQ d+16(FP), R8
+	MOVQ y+24(FP), DX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS gconst<>+56(SB), Y8  // |·| mask
+	VBROADCASTSS gconst<>+40(SB), Y9  // 1/√2
+	VBROADCASTSS gconst<>+44(SB), Y10 // ½
+	VBROADCASTSS gconst<>+48(SB), Y11 // 1
+	VBROADCASTSS gconst<>+52(SB), Y12 // 1/√(2π)
+	VXORPS Y15, Y15, Y15
+xloop:
+	VMOVUPS (SI), Y4
+	VANDPS Y8, Y4, Y5
+	VMULPS Y9, Y5, Y5 // z
+	VMOVAPS Y10, Y6
+	VFMADD213PS Y11, Y5, Y6 // 1 + z/2
+	VDIVPS Y6, Y11, Y6 // t
+	VBROADCASTSS gconst<>+36(SB), Y7
+	VBROADCASTSS gconst<>+32(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+28(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+24(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+20(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+16(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+12(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+8(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+4(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VBROADCASTSS gconst<>+0(SB), Y13
+	VFMADD213PS Y13, Y6, Y7
+	VMULPS Y10, Y4, Y13 // x/2
+	VMOVAPS Y7, Y0
+	VFNMADD231PS Y13, Y4, Y0 // P(t) − z², rounded once
+	EXP8
+	VMULPS Y6, Y0, Y14
+	VMULPS Y10, Y14, Y14 // ½·erfc(z)
+	VXORPS Y0, Y0, Y0
+	VFNMADD231PS Y13, Y4, Y0 // −z²
+	EXP8
+	VSUBPS Y14, Y11, Y1 // 1 − ½·erfc(z)
+	VCMPPS $0x1d, Y15, Y4, Y2 // x ≥ 0
+	VBLENDVPS Y2, Y1, Y14, Y14 // Φ(x)
+	VMOVUPS Y14, (DI)
+	VMULPS Y4, Y14, Y14
+	VMOVUPS Y14, (DX)
+	VMULPS Y12, Y0, Y0
+	VMULPS Y4, Y0, Y0
+	VMOVUPS Y0, (R8)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JNZ  xloop
+	VZEROUPPER
+	RET
+
+// func geluExactGradAVX2(s, d, gr, out *float32, n int)
+// out[i] = gr[i]·(s[i] + d[i]); n is a positive multiple of 8.
+TEXT ·geluExactGradAVX2(SB), NOSPLIT, $0-40
+	MOVQ s+0(FP), SI
+	MOVQ d+8(FP), R8
+	MOVQ gr+16(FP), DX
+	MOVQ out+24(FP), DI
+	MOVQ n+32(FP), CX
+xgloop:
+	VMOVUPS (SI), Y0
+	VADDPS (R8), Y0, Y0
+	VMULPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, R8
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JNZ  xgloop
+	VZEROUPPER
+	RET
