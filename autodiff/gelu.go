@@ -46,8 +46,7 @@ func (g *Graph) GELU(x *Node, approx GELUApprox) *Node {
 // backward pass needs: 0.5(1 + tanh(·)) for the tanh form, Φ(x) and x·φ(x) for the exact one.
 type geluKernel struct {
 	approx GELUApprox
-	s32    []float32 // float32: 0.5(1 + tanh(u)) (tanh form) or Φ(x) (exact) of the last forward pass
-	d32    []float32 // float32 exact form: x·φ(x) of the last forward pass
+	s32    []float32 // float32 tanh form: 0.5(1 + tanh(u)) of the last forward pass (the exact form keeps nothing)
 }
 
 func (k *geluKernel) opName() string                                   { return "GELU" }
@@ -91,17 +90,14 @@ func (k *geluKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	f, _ := k.funcs()
 	if isF32(in[0]) {
 		x := flat[float32](in[0])
+		if k.approx == GELUExact {
+			geluExact32(x, flat[float32](out))
+			return nil
+		}
 		if len(k.s32) != len(x) {
 			k.s32 = make([]float32, len(x))
 		}
-		if k.approx == GELUTanh {
-			geluTanh32(x, k.s32, flat[float32](out))
-			return nil
-		}
-		if len(k.d32) != len(x) {
-			k.d32 = make([]float32, len(x))
-		}
-		geluExact32(x, k.s32, k.d32, flat[float32](out))
+		geluTanh32(x, k.s32, flat[float32](out))
 	} else {
 		parallelMap(flat[float64](in[0]), nil, flat[float64](out), f)
 	}
@@ -115,8 +111,8 @@ func (k *geluKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.De
 		switch {
 		case k.approx == GELUTanh && len(k.s32) == len(x):
 			geluTanhGrad32(x, k.s32, flat[float32](gout), flat[float32](dst))
-		case k.approx == GELUExact && len(k.s32) == len(x) && len(k.d32) == len(x):
-			geluExactGrad32(k.s32, k.d32, flat[float32](gout), flat[float32](dst))
+		case k.approx == GELUExact:
+			geluExactGrad32(x, flat[float32](gout), flat[float32](dst))
 		default:
 			parallelMap(x, flat[float32](gout), flat[float32](dst), df)
 		}
@@ -147,17 +143,18 @@ func geluTanhGrad32(x, s, g, dx []float32) {
 	})
 }
 
-// geluExact32 sets y = x·Φ(x), keeping s = Φ(x) and d = x·φ(x) for the backward pass,
-// by vmath.GELUExact (an erfc fit in float32, vectorised) over blocks. Against Φ in
-// float64 the result is within 5e-7 + 6e-8·x² relative: about 4 float32 ulps near 0, the
-// second term the float32 rounding of the exponent (TestGELUExactFloat32).
-func geluExact32(x, s, d, y []float32) {
-	blocks(len(x), func(lo, hi int) { vmath.GELUExact(x[lo:hi], s[lo:hi], d[lo:hi], y[lo:hi]) })
+// geluExact32 sets y = x·Φ(x) by vmath.GELUExact (an erfc fit in float32, vectorised)
+// over blocks; the backward pass recomputes what it needs from x, so that the forward
+// pass keeps nothing (B·T·d_ff floats a layer). Against Φ in float64 the result is within
+// 5e-7 + 6e-8·x² relative: about 4 float32 ulps near 0, the second term the float32
+// rounding of the exponent (TestGELUExactFloat32).
+func geluExact32(x, y []float32) {
+	blocks(len(x), func(lo, hi int) { vmath.GELUExact(x[lo:hi], y[lo:hi]) })
 }
 
-// geluExactGrad32 sets dx = g·(Φ(x) + x·φ(x)) from what geluExact32 kept.
-func geluExactGrad32(s, d, g, dx []float32) {
-	blocks(len(s), func(lo, hi int) { vmath.GELUExactGrad(s[lo:hi], d[lo:hi], g[lo:hi], dx[lo:hi]) })
+// geluExactGrad32 sets dx = g·(Φ(x) + x·φ(x)), by vmath.GELUExactGrad.
+func geluExactGrad32(x, g, dx []float32) {
+	blocks(len(x), func(lo, hi int) { vmath.GELUExactGrad(x[lo:hi], g[lo:hi], dx[lo:hi]) })
 }
 
 // parallelMap sets dst[i] = f(x[i]), or g[i]·f(x[i]) when g is not nil, in float64.

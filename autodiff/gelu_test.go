@@ -70,9 +70,11 @@ func TestGELUErrors(t *testing.T) {
 
 func TestGELUFloat32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	checkFloat32(t, "GELU", map[string]*tensor.Dense{"x": randTensor(rng, 2, 3, 5000)}, func(g *Graph, p map[string]*Node) *Node {
-		return g.GELU(p["x"], GELUTanh)
-	})
+	for _, a := range []GELUApprox{GELUTanh, GELUExact} {
+		checkFloat32(t, "GELU "+a.String(), map[string]*tensor.Dense{"x": randTensor(rng, 2, 3, 5000)}, func(g *Graph, p map[string]*Node) *Node {
+			return g.GELU(p["x"], a)
+		})
+	}
 }
 
 // TestGELUExactFloat32: the float32 fast path of the exact GELU (erfc fit, vectorised
@@ -86,12 +88,12 @@ func TestGELUExactFloat32(t *testing.T) {
 	}
 	x = append(x, 0, 1e-30, -1e-30, 1e-8, -1e-8)
 	n := len(x)
-	s, d, y, g, dx := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	y, g, dx := make([]float32, n), make([]float32, n), make([]float32, n)
 	for i := range g {
 		g[i] = 1
 	}
-	geluExact32(x, s, d, y)
-	geluExactGrad32(s, d, g, dx)
+	geluExact32(x, y)
+	geluExactGrad32(x, g, dx)
 	worst := [2]float64{}
 	for i, v32 := range x {
 		v := float64(v32)

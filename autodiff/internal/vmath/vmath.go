@@ -110,58 +110,61 @@ func GELUTanh(x, s, y []float32) {
 	}
 }
 
-// GELUExact sets s[i] = Φ(x[i]), d[i] = x[i]·φ(x[i]) and y[i] = x[i]·Φ(x[i]) (GELU in
-// its exact, erf form, and what its gradient needs). Φ comes from erfc by Numerical
-// Recipes' Chebyshev fit (fractional error below 1.2e-7 on [0, ∞)): erfc(z) =
-// t·exp(P(t) − z²), t = 1/(1 + z/2), z = |x|/√2, evaluated in float32 (each exponent
-// rounded once); then Φ(x) = ½·erfc(z)
-// for x < 0 and 1 − ½·erfc(z) for x ≥ 0, so neither side cancels. d = x·exp(−z²)/√(2π).
-func GELUExact(x, s, d, y []float32) {
-	s, d, y = s[:len(x)], d[:len(x)], y[:len(x)]
+// GELUExact sets y[i] = x[i]·Φ(x[i]) (GELU in its exact, erf form). Φ comes from erfc
+// by Numerical Recipes' Chebyshev fit (fractional error below 1.2e-7 on [0, ∞)):
+// erfc(z) = t·exp(P(t) − z²), t = 1/(1 + z/2), z = |x|/√2, evaluated in float32 (the
+// exponent rounded once); then Φ(x) = ½·erfc(z) for x < 0 and 1 − ½·erfc(z) for x ≥ 0,
+// so neither side cancels.
+func GELUExact(x, y []float32) {
+	y = y[:len(x)]
 	n := 0
 	if hasAVX2 {
 		n = len(x) &^ 7
 		if n > 0 {
-			geluExactAVX2(&x[0], &s[0], &d[0], &y[0], n)
+			geluExactAVX2(&x[0], &y[0], n)
 		}
 	}
 	for i := n; i < len(x); i++ {
-		s[i], d[i], y[i] = geluExact(x[i])
+		y[i] = x[i] * normalCDF(x[i])
 	}
 }
 
-// geluExact is one element of GELUExact.
-func geluExact(v float32) (phi, xdens, y float32) {
-	const invSqrt2, invSqrt2Pi = 0.7071067811865476, 0.3989422804014327
+// GELUExactGrad sets dx[i] = g[i]·(Φ(x) + x·φ(x)), x = x[i]: the derivative of the exact
+// GELU times the incoming gradient, Φ as GELUExact forms it, recomputed from x, so that
+// the forward pass keeps nothing; φ(x) = exp(−x²/2)/√(2π), the exponent rounded once.
+func GELUExactGrad(x, g, dx []float32) {
+	n := len(x)
+	g, dx = g[:n], dx[:n]
+	done := 0
+	if hasAVX2 {
+		done = n &^ 7
+		if done > 0 {
+			geluExactGradAVX2(&x[0], &g[0], &dx[0], done)
+		}
+	}
+	const invSqrt2Pi = 0.3989422804014327
+	for i := done; i < n; i++ {
+		v := x[i]
+		dens := v * (Exp32(float32(-float64(v)*float64(0.5*v))) * invSqrt2Pi)
+		dx[i] = g[i] * (dens + normalCDF(v))
+	}
+}
+
+// normalCDF is Φ(v) as GELUExact forms it.
+func normalCDF(v float32) float32 {
+	const invSqrt2 = 0.7071067811865476
 	z := float32(math.Abs(float64(v))) * invSqrt2
 	t := 1 / (1 + 0.5*z)
 	p := float32(0.17087277)
 	for _, c := range [...]float32{-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223} {
 		p = p*t + c
 	}
-	z2 := float64(v) * float64(0.5*v) // exact in float64
-	half := 0.5 * (Exp32(float32(float64(p)-z2)) * t)
+	exponent := float64(p) - float64(v)*float64(0.5*v) // the product exact in float64
+	half := 0.5 * (Exp32(float32(exponent)) * t)
 	if v >= 0 {
-		half = 1 - half
+		return 1 - half
 	}
-	return half, v * (Exp32(float32(-z2)) * invSqrt2Pi), v * half
-}
-
-// GELUExactGrad sets dx[i] = g[i]·(s[i] + d[i]) from what GELUExact kept: the derivative
-// Φ(x) + x·φ(x) times the incoming gradient.
-func GELUExactGrad(s, d, g, dx []float32) {
-	n := len(s)
-	d, g, dx = d[:n], g[:n], dx[:n]
-	done := 0
-	if hasAVX2 {
-		done = n &^ 7
-		if done > 0 {
-			geluExactGradAVX2(&s[0], &d[0], &g[0], &dx[0], done)
-		}
-	}
-	for i := done; i < n; i++ {
-		dx[i] = g[i] * (s[i] + d[i])
-	}
+	return half
 }
 
 // Sigmoid sets y[i] = 1/(1 + exp(−x[i])).

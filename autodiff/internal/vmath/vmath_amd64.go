@@ -23,10 +23,10 @@ func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) fl
 func geluTanhAVX2(x, s, y *float32, n int)
 
 //go:noescape
-func geluExactAVX2(x, s, d, y *float32, n int)
+func geluExactAVX2(x, y *float32, n int)
 
 //go:noescape
-func geluExactGradAVX2(s, d, gr, out *float32, n int)
+func geluExactGradAVX2(x, gr, out *float32, n int)
 
 //go:noescape
 func sigmoidAVX2(x, y *float32, n int)

@@ -2816,91 +2816,94 @@ DATA gconst<>+52(SB)/4, $0x3ecc422a
 DATA gconst<>+56(SB)/4, $0x7fffffff
 GLOBL gconst<>(SB), RODATA|NOPTR, $60
 
-// func geluExactAVX2(x, s, d, y *float32, n int)
-// With z = |x|/√2, t = 1/(1 + z/2) and erfc(z) = t·exp(P(t) − z²) (P by Horner, in FMAs;
-// the exponents P(t) − x·(x/2) and −x·(x/2) each one FMA, so rounded once):
-// s[i] = Φ(x) (½·erfc(z) for x < 0, 1 − ½·erfc(z) otherwise), d[i] = x·φ(x) =
-// x·exp(−z²)/√(2π) and y[i] = x·s[i]; n is a positive multiple of 8.
-TEXT ·geluExactAVX2(SB), NOSPLIT, $0-40
-	MOVQ x+0(FP), SI
-	MOVQ s+8(FP), DI
-	MOVQ d+16(FP), R8
-	MOVQ y+24(FP), DX
-	MOVQ n+32(FP), CX
-	VBROADCASTSS gconst<>+56(SB), Y8  // |·| mask
-	VBROADCASTSS gconst<>+40(SB), Y9  // 1/√2
-	VBROADCASTSS gconst<>+44(SB), Y10 // ½
-	VBROADCASTSS gconst<>+48(SB), Y11 // 1
-	VBROADCASTSS gconst<>+52(SB), Y12 // 1/√(2π)
+// GELUPHI8 sets Y14 = Φ(x) for the eight x in Y4, with Y8..Y12 and Y15 as geluExactAVX2
+// sets them, and leaves Y13 = x/2: z = |x|/√2, t = 1/(1 + z/2), erfc(z) = t·exp(P(t) − z²)
+// (P by Horner in FMAs, the exponent P(t) − x·(x/2) one FMA, so rounded once), Φ(x) =
+// ½·erfc(z) for x < 0 and 1 − ½·erfc(z) otherwise. It clobbers Y0..Y3 and Y5..Y7.
+#define GELUPHI8 \
+	VANDPS Y8, Y4, Y5 \
+	VMULPS Y9, Y5, Y5 \
+	VMOVAPS Y10, Y6 \
+	VFMADD213PS Y11, Y5, Y6 \
+	VDIVPS Y6, Y11, Y6 \
+	VBROADCASTSS gconst<>+36(SB), Y7 \
+	VBROADCASTSS gconst<>+32(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+28(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+24(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+20(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+16(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+12(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+8(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+4(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VBROADCASTSS gconst<>+0(SB), Y13 \
+	VFMADD213PS Y13, Y6, Y7 \
+	VMULPS Y10, Y4, Y13 \
+	VMOVAPS Y7, Y0 \
+	VFNMADD231PS Y13, Y4, Y0 \
+	EXP8 \
+	VMULPS Y6, Y0, Y14 \
+	VMULPS Y10, Y14, Y14 \
+	VSUBPS Y14, Y11, Y1 \
+	VCMPPS $0x1d, Y15, Y4, Y2 \
+	VBLENDVPS Y2, Y1, Y14, Y14
+
+// GELUCONSTS loads the constants of GELUPHI8.
+#define GELUCONSTS \
+	VBROADCASTSS gconst<>+56(SB), Y8 \
+	VBROADCASTSS gconst<>+40(SB), Y9 \
+	VBROADCASTSS gconst<>+44(SB), Y10 \
+	VBROADCASTSS gconst<>+48(SB), Y11 \
+	VBROADCASTSS gconst<>+52(SB), Y12 \
 	VXORPS Y15, Y15, Y15
+
+// func geluExactAVX2(x, y *float32, n int)
+// y[i] = x[i]·Φ(x[i]) (GELUPHI8); n is a positive multiple of 8.
+TEXT ·geluExactAVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DX
+	MOVQ n+16(FP), CX
+	GELUCONSTS
 xloop:
 	VMOVUPS (SI), Y4
-	VANDPS Y8, Y4, Y5
-	VMULPS Y9, Y5, Y5 // z
-	VMOVAPS Y10, Y6
-	VFMADD213PS Y11, Y5, Y6 // 1 + z/2
-	VDIVPS Y6, Y11, Y6 // t
-	VBROADCASTSS gconst<>+36(SB), Y7
-	VBROADCASTSS gconst<>+32(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+28(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+24(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+20(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+16(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+12(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+8(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+4(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VBROADCASTSS gconst<>+0(SB), Y13
-	VFMADD213PS Y13, Y6, Y7
-	VMULPS Y10, Y4, Y13 // x/2
-	VMOVAPS Y7, Y0
-	VFNMADD231PS Y13, Y4, Y0 // P(t) − z², rounded once
-	EXP8
-	VMULPS Y6, Y0, Y14
-	VMULPS Y10, Y14, Y14 // ½·erfc(z)
-	VXORPS Y0, Y0, Y0
-	VFNMADD231PS Y13, Y4, Y0 // −z²
-	EXP8
-	VSUBPS Y14, Y11, Y1 // 1 − ½·erfc(z)
-	VCMPPS $0x1d, Y15, Y4, Y2 // x ≥ 0
-	VBLENDVPS Y2, Y1, Y14, Y14 // Φ(x)
-	VMOVUPS Y14, (DI)
+	GELUPHI8
 	VMULPS Y4, Y14, Y14
 	VMOVUPS Y14, (DX)
-	VMULPS Y12, Y0, Y0
-	VMULPS Y4, Y0, Y0
-	VMOVUPS Y0, (R8)
 	ADDQ $32, SI
-	ADDQ $32, DI
-	ADDQ $32, R8
 	ADDQ $32, DX
 	SUBQ $8, CX
 	JNZ  xloop
 	VZEROUPPER
 	RET
 
-// func geluExactGradAVX2(s, d, gr, out *float32, n int)
-// out[i] = gr[i]·(s[i] + d[i]); n is a positive multiple of 8.
-TEXT ·geluExactGradAVX2(SB), NOSPLIT, $0-40
-	MOVQ s+0(FP), SI
-	MOVQ d+8(FP), R8
-	MOVQ gr+16(FP), DX
-	MOVQ out+24(FP), DI
-	MOVQ n+32(FP), CX
+// func geluExactGradAVX2(x, gr, out *float32, n int)
+// out[i] = gr[i]·(Φ(x) + x·φ(x)), x = x[i], with Φ from GELUPHI8 and x·φ(x) =
+// x·exp(−x·(x/2))/√(2π) (the exponent one FMA); n is a positive multiple of 8.
+TEXT ·geluExactGradAVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ gr+8(FP), DX
+	MOVQ out+16(FP), DI
+	MOVQ n+24(FP), CX
+	GELUCONSTS
 xgloop:
-	VMOVUPS (SI), Y0
-	VADDPS (R8), Y0, Y0
+	VMOVUPS (SI), Y4
+	GELUPHI8
+	VXORPS Y0, Y0, Y0
+	VFNMADD231PS Y13, Y4, Y0
+	EXP8
+	VMULPS Y12, Y0, Y0
+	VMULPS Y4, Y0, Y0
+	VADDPS Y14, Y0, Y0
 	VMULPS (DX), Y0, Y0
 	VMOVUPS Y0, (DI)
 	ADDQ $32, SI
-	ADDQ $32, R8
 	ADDQ $32, DX
 	ADDQ $32, DI
 	SUBQ $8, CX

@@ -9,8 +9,8 @@ func expScaleShiftSumAVX2(dst, x *float32, n int, c, shift float32, add bool) fl
 }
 func scaleMaxAVX2(dst, x, b *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
 func geluTanhAVX2(x, s, y *float32, n int)                      { panic("vmath: no AVX2") }
-func geluExactAVX2(x, s, d, y *float32, n int)                  { panic("vmath: no AVX2") }
-func geluExactGradAVX2(s, d, g, dx *float32, n int)             { panic("vmath: no AVX2") }
+func geluExactAVX2(x, y *float32, n int)                        { panic("vmath: no AVX2") }
+func geluExactGradAVX2(x, gr, out *float32, n int)              { panic("vmath: no AVX2") }
 
 func sigmoidAVX2(x, y *float32, n int) { panic("vmath: no AVX2") }
 
