@@ -22,6 +22,9 @@ import (
 // The task is built from the returned configuration (TaskByName) to check it: an error
 // names the task and the length.
 func TaskConfigAtLength(name string, cfg TaskConfig, t int) (TaskConfig, error) {
+	if t <= 0 || t > maxSeqLen {
+		return cfg, fmt.Errorf("task %s at length %d: want a length of 1 to %d", name, t, maxSeqLen)
+	}
 	task, err := TaskByName(name, cfg)
 	if err != nil {
 		return cfg, err
