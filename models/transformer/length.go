@@ -56,6 +56,9 @@ func (d *Data) AtLength(t int) (*Data, error) {
 		if t <= 0 || t > MaxLen {
 			return nil, fmt.Errorf("data: windows of %d tokens, want 1 to %d", t, MaxLen)
 		}
+		if n := len(d.Corpus.Val); n <= t {
+			return nil, fmt.Errorf("the corpus's validation split has %d tokens, too few for one window of %d + 1", n, t)
+		}
 		out.Config.SeqLen = t
 		out.Config.Batch = min(d.Config.Batch, max(1, d.Config.Batch*d.Config.SeqLen/t))
 		return &out, nil
