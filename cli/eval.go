@@ -25,6 +25,10 @@ func init() {
 	register("sample", "generate text from a character LM checkpoint", runSample)
 }
 
+// maxEvalSeqLen bounds eval -seqlen, as transformer.MaxLen bounds a model's rows: a
+// mistyped length is refused before the checkpoint is read.
+const maxEvalSeqLen = 1 << 20
+
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("eval", "-ckpt DIR [-n 1000] [-seed 12345] [-seqlen T] [-json]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
@@ -38,8 +42,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 || *n > maxEvalN {
 		return usageErrorf("-n must be in 1..%d, got %d", maxEvalN, *n)
 	}
-	if *seqLen < 0 {
-		return usageErrorf("-seqlen must be >= 1 (0: the training length), got %d", *seqLen)
+	if *seqLen < 0 || *seqLen > maxEvalSeqLen {
+		return usageErrorf("-seqlen must be in 0..%d (0: the training length), got %d", maxEvalSeqLen, *seqLen)
 	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
