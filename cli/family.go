@@ -48,8 +48,8 @@ type Family interface {
 //
 // A session may also have the methods that some commands need, found by a type
 // assertion: those of KernelSession for inspect -kernels and the report's kernel
-// pictures, and AttentionSession's for inspect -attention and the report's attention
-// pictures. locus sample is for the Transformer's character LMs only.
+// pictures, AttentionSession's for inspect -attention and the report's attention
+// pictures, and LengthSession's for eval -seqlen. locus sample is for the Transformer's character LMs only.
 type Session interface {
 	// Describe returns one line for the start of training and for eval.
 	Describe() string
