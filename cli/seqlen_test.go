@@ -56,7 +56,8 @@ func evalJSON(t *testing.T, args ...string) (map[string]float64, int, string) {
 // position encoding evaluate at 4× the length (and at 1024) with finite metrics, those
 // without positions beside an ALiBi-style distance kernel and a relbias(4) clamped past
 // its range; learned positions evaluate within their table (-seqlen 8) and refuse 64 in
-// one line naming -seqlen, 64 and the table's 16.
+// one line naming -seqlen, 64 and the table's 16; the window kernel without positions
+// gives a token the same loss at 16 and at 64 (checkLengthIndependent).
 func TestEvalSeqLenEveryPositionEncoding(t *testing.T) {
 	dir := t.TempDir()
 	text := seqlenText(t, dir)
