@@ -23,9 +23,9 @@ import (
 
 // AtLength returns the model for rows of up to t tokens (for an encoder–decoder, sources
 // and targets each): the same parameters and layers, with Config.MaxLen raised to t where
-// it is shorter, so that the model computes at length t what it computes at its own for
-// the positions both have. It refuses t past a learned position table (MaxLen rows) and
-// t outside 1..MaxLen (the package's limit).
+// it is shorter. MaxLen only bounds the rows, so the model computes the same function of
+// a row as the original does of any row both take. It refuses t past a learned position
+// table (MaxLen rows) and t outside 1..MaxLen (the package's limit).
 func (m *Model) AtLength(t int) (*Model, error) {
 	switch {
 	case t <= 0 || t > MaxLen:
