@@ -25,11 +25,16 @@ func init() {
 	register("sample", "generate text from a character LM checkpoint", runSample)
 }
 
+// maxEvalSeqLen bounds eval -seqlen, as transformer.MaxLen bounds a model's rows: a
+// mistyped length is refused before the checkpoint is read.
+const maxEvalSeqLen = 1 << 20
+
 func runEval(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("eval", "-ckpt DIR [-n 1000] [-seed 12345] [-json]", stderr)
+	fs := newFlagSet("eval", "-ckpt DIR [-n 1000] [-seed 12345] [-seqlen T] [-json]", stderr)
 	ckpt := fs.String("ckpt", "", "checkpoint or run directory")
 	n := fs.Int("n", 1000, fmt.Sprintf("validation examples (charlm: windows), at most %d", maxEvalN))
 	seed := fs.Uint64("seed", 12345, "seed of the fresh validation data")
+	seqLen := fs.Int("seqlen", 0, "evaluate at this sequence length, in train -seqlen's unit (charlm: validation windows of T tokens; toy tasks: the task posed at length T, addition at 3·digits+3); 0: the training length. Learned positions refuse T past their table; sinusoidal, rotary and none run at any T")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -37,13 +42,23 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *n <= 0 || *n > maxEvalN {
 		return usageErrorf("-n must be in 1..%d, got %d", maxEvalN, *n)
 	}
+	if *seqLen < 0 || *seqLen > maxEvalSeqLen {
+		return usageErrorf("-seqlen must be in 0..%d (0: the training length), got %d", maxEvalSeqLen, *seqLen)
+	}
 	ld, err := fromCheckpoint(*ckpt, stderr)
 	if err != nil {
 		return err
 	}
+	sess, run, at := ld.sess, ld.run, ""
+	if *seqLen > 0 {
+		if sess, run, err = ld.atLength(*seqLen); err != nil {
+			return err
+		}
+		at = fmt.Sprintf(", at seqlen %d", *seqLen)
+	}
 	ctx, stop := interruptible()
 	defer stop()
-	met, err := ld.sess.Metrics(ctx, ld.run, *n, *seed)
+	met, err := sess.Metrics(ctx, run, *n, *seed)
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: evaluation %w", ld.ck.Dir, errInterrupted)
 	}
@@ -53,7 +68,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(met)
 	}
-	fmt.Fprintf(stdout, "%s (step %d, %s):", ld.ck.Dir, ld.ck.Step, ld.sess.Describe())
+	fmt.Fprintf(stdout, "%s (step %d, %s%s):", ld.ck.Dir, ld.ck.Step, sess.Describe(), at)
 	for _, k := range slices.Sorted(maps.Keys(met)) {
 		fmt.Fprintf(stdout, "  %s %.4f", k, met[k])
 	}

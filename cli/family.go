@@ -48,8 +48,8 @@ type Family interface {
 //
 // A session may also have the methods that some commands need, found by a type
 // assertion: those of KernelSession for inspect -kernels and the report's kernel
-// pictures, and AttentionSession's for inspect -attention and the report's attention
-// pictures. locus sample is for the Transformer's character LMs only.
+// pictures, AttentionSession's for inspect -attention and the report's attention
+// pictures, and LengthSession's for eval -seqlen. locus sample is for the Transformer's character LMs only.
 type Session interface {
 	// Describe returns one line for the start of training and for eval.
 	Describe() string
@@ -73,6 +73,18 @@ type Session interface {
 	// Finish writes what the family adds to a finished run's directory (pictures); it
 	// may do nothing.
 	Finish(dir string, m *autodiff.Model, seed uint64, stdout io.Writer) error
+}
+
+// LengthSession is a Session that evaluates its model at sequence lengths other than its
+// training one (locus eval -seqlen): a family whose data and model are defined at other
+// lengths gives its sessions this method. A session without it is refused by -seqlen.
+type LengthSession interface {
+	Session
+	// AtLength returns a session over the same parameters whose Metrics evaluate
+	// sequences of length t, in the unit of the training -seqlen (the data re-drawn or
+	// regenerated at t, the model built for it), or an error saying why the model or
+	// its data is not defined at t.
+	AtLength(t int) (Session, error)
 }
 
 // families maps train's family names to the command line's.
@@ -275,4 +287,27 @@ func loadModelOnly(ck *train.Checkpoint) (Session, error) {
 		return nil, fmt.Errorf("%s: %w", ck.Dir, err)
 	}
 	return s, ck.ApplyParams(ps)
+}
+
+// atLength returns the checkpoint's session at sequence length t (LengthSession) and the
+// model that runs it over the checkpoint's parameters.
+func (ld *loaded) atLength(t int) (Session, *autodiff.Model, error) {
+	ls, ok := ld.sess.(LengthSession)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: -seqlen %d: model family %s cannot evaluate at another sequence length (its sessions have no AtLength)", ld.ck.Dir, t, quote.Text(ld.family))
+	}
+	s, err := ls.AtLength(t)
+	if err == nil && s == nil {
+		err = fmt.Errorf("model family %s: AtLength returned no session and no error", quote.Text(ld.family))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: -seqlen %d: %w", ld.ck.Dir, t, err)
+	}
+	run := autodiff.NewModel(ld.params, s.Builder(), 0)
+	if len(ld.ck.RNG) > 0 {
+		if err := run.SetRNGState(ld.ck.RNG); err != nil {
+			return nil, nil, fmt.Errorf("%s: rng state: %w", ld.ck.Dir, err)
+		}
+	}
+	return s, run, nil
 }

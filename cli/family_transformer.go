@@ -165,6 +165,27 @@ func (s *transformerSession) Metrics(ctx context.Context, m *autodiff.Model, n i
 	return s.data.Metrics(ctx, m, s.cfg.Arch, n, seed)
 }
 
+// AtLength is LengthSession's: the data at length t (transformer.Data.AtLength: a
+// corpus's windows, a toy task's length) and the model for its rows (Model.AtLength,
+// which refuses rows past a learned position table).
+func (s *transformerSession) AtLength(t int) (Session, error) {
+	if s.data == nil {
+		return nil, errNoData("evaluation")
+	}
+	d, err := s.data.AtLength(t)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.model.AtLength(d.SeqLen())
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Check(m.Config); err != nil {
+		return nil, err
+	}
+	return &transformerSession{cfg: m.Config, model: m, data: d}, nil
+}
+
 func (s *transformerSession) BestMetric() string { return train.ValPrefix + transformer.MetricLoss }
 
 func (s *transformerSession) ItemsName() string {

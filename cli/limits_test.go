@@ -45,8 +45,9 @@ var sizeFlagCases = map[string]map[string]struct{ want, accepted string }{
 		"steps":           {accepted: "a duration (not run here): the run goes on until interrupted, checkpointing as it goes"},
 	},
 	"eval": {
-		"n":    {want: "-n must be in 1..1048576"},
-		"seed": {accepted: "a seed"},
+		"n":      {want: "-n must be in 1..1048576"},
+		"seed":   {accepted: "a seed"},
+		"seqlen": {want: "-seqlen must be in 0..1048576"},
 	},
 	"sample": {
 		"n":    {want: "-n must be in 1..1048576"},

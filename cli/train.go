@@ -77,7 +77,7 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 	fs.TextVar(&f.Arch, "arch", transformer.ArchEncoder, "encoder, lm or encdec (default: encoder for toy tasks, lm for charlm)")
 	fs.TextVar(&f.Kernel, "kernel", layers.KernelSpec{Kernel: layers.Exponential{}}, "attention kernel spec (transformer, ldae), e.g. 'gaussian * window(8)' or 'mixture(exponential, laplacian)'; forms: "+strings.Join(layers.KernelNames(), ", "))
 	fs.TextVar(&f.Bandwidth, "bandwidth", layers.BandwidthFixed, "bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
-	fs.TextVar(&f.Positions, "positions", layers.PositionsLearned, "positions: "+strings.Join(layers.PositionEncodingNames(), ", "))
+	fs.TextVar(&f.Positions, "positions", layers.PositionsLearned, "positions: "+strings.Join(layers.PositionEncodingNames(), ", ")+" (none: position information only from the kernel, e.g. -kernel 'exponential * distance(0.5)', and causality)")
 	fs.IntVar(&f.Layers, "layers", 2, "number of blocks")
 	fs.IntVar(&f.DModel, "dmodel", 64, "model width")
 	fs.IntVar(&f.Heads, "heads", 4, "attention heads")

@@ -18,14 +18,20 @@ const (
 	PositionsSinusoidal
 	// PositionsRotary rotates queries and keys by their positions (ApplyRotary).
 	PositionsRotary
+	// PositionsNone adds no position information to the tokens: what a model knows of
+	// positions comes from its kernel alone (position factors such as distance(S), the
+	// linear penalty of ALiBi, window(W) or relbias(M)) and from causality. With a
+	// relative position kernel the model computes the same function of a token's
+	// neighbourhood at every position, so it runs at any sequence length.
+	PositionsNone
 )
 
-var positionEncodingNames = []string{"learned", "sinusoidal", "rotary"}
+var positionEncodingNames = []string{"learned", "sinusoidal", "rotary", "none"}
 
 // PositionEncodingNames returns the text forms of the position encodings.
 func PositionEncodingNames() []string { return append([]string(nil), positionEncodingNames...) }
 
-// String returns "learned", "sinusoidal" or "rotary".
+// String returns "learned", "sinusoidal", "rotary" or "none".
 func (p PositionEncoding) String() string {
 	return stringEnum("PositionEncoding", positionEncodingNames, p)
 }

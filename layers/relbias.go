@@ -20,7 +20,8 @@ func init() {
 
 // RelativeBias is a learned position kernel, log K(t, s) = b_head[clip(s − t)], with one
 // bias per head and relative distance clipped to ±MaxDistance (Shaw et al., T5 without
-// buckets). Binding creates `<scope>.weight` [heads, 2·MaxDistance+1], initialised to 0
+// buckets): every distance beyond ±MaxDistance takes the bias of ±MaxDistance, so the
+// kernel is defined at any sequence length, past the distances it trained on. Binding creates `<scope>.weight` [heads, 2·MaxDistance+1], initialised to 0
 // so that a fresh layer is content-only.
 type RelativeBias struct {
 	MaxDistance int

@@ -149,7 +149,8 @@ func NewGenerator(m *Model) (*Generator, error) {
 // The context is the last MaxLen tokens, as in Generate: while the sequence fits, each
 // step feeds one token; once it is longer, positions shift at every step, so each step
 // recomputes the window of the last MaxLen tokens. The exception is a recurrent model
-// with rotary positions, whose state runs on over the whole sequence (recurrent.go).
+// with rotary positions or none, whose state runs on over the whole sequence
+// (recurrent.go).
 func (gen *Generator) Generate(src, prompt []int, n int, s Sampling, stop int, rng *rand.Rand) ([]int, error) {
 	return gen.GenerateContext(context.Background(), src, prompt, n, s, stop, rng)
 }
@@ -246,6 +247,9 @@ func (gen *Generator) Held() int { return gen.held }
 // its inputs in.
 func (gen *Generator) positions(in map[string]*tensor.Dense, offset, tn int) {
 	cfg := gen.model.Config
+	if cfg.Positions == layers.PositionsNone {
+		return
+	}
 	if cfg.Positions == layers.PositionsRotary {
 		n, dh := cfg.Heads, cfg.Dim/cfg.Heads // one sequence
 		cos, sin := layers.RotaryTables(n, tn, dh, offset, 0)

@@ -76,7 +76,10 @@ func onnxCases() map[string]func(*Config) {
 		"lm/standard":   func(*Config) {},
 		"lm/sinusoidal": func(c *Config) { c.Positions = layers.PositionsSinusoidal },
 		"lm/rotary":     func(c *Config) { c.Positions = layers.PositionsRotary },
-		"lm/postln":     func(c *Config) { c.PostLN = true },
+		"lm/none-distance": func(c *Config) {
+			c.Positions, c.Kernel = layers.PositionsNone, layers.MustParseKernelSpec("exponential * distance(0.5)")
+		},
+		"lm/postln": func(c *Config) { c.PostLN = true },
 		"lm/tied-gelu-exact": func(c *Config) {
 			c.Tied, c.Activation = true, layers.GELUExact
 		},

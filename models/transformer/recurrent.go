@@ -18,10 +18,10 @@ import (
 // Past MaxLen: with learned or sinusoidal positions (absolute, trained on 0..MaxLen−1) a
 // state cannot forget its oldest tokens, so, as for the key/value cache, the context is
 // the last MaxLen tokens and each step re-primes the state from that window (the same
-// tokens as the uncached Generate, O(MaxLen) per token). With rotary positions nothing
-// bounds the position, and the state runs on over every token so far: the context is
-// the whole sequence, constant time and memory per token (positions beyond MaxLen were
-// never trained on).
+// tokens as the uncached Generate, O(MaxLen) per token). With rotary positions or none
+// nothing bounds the position, and the state runs on over every token so far: the
+// context is the whole sequence, constant time and memory per token (positions beyond
+// MaxLen were never trained on).
 
 // CacheState names layer l's recurrent state [B·Heads, m, DHead+1] in
 // RecurrentStepBuilder's graphs: an input (the earlier tokens) and an output (after the
@@ -46,9 +46,10 @@ func (m *Model) Recurrent() bool {
 }
 
 // boundedContext reports whether decoding must keep to the last MaxLen tokens: with a
-// key/value cache always, with a recurrent state unless the positions are rotary.
+// key/value cache always, with a recurrent state unless the positions are rotary or
+// none (nothing absolute bounds the position).
 func (m *Model) boundedContext() bool {
-	return !m.Recurrent() || m.Config.Positions != layers.PositionsRotary
+	return !m.Recurrent() || (m.Config.Positions != layers.PositionsRotary && m.Config.Positions != layers.PositionsNone)
 }
 
 // RecurrentStepBuilder returns the decode-step graph of a Recurrent model. Inputs:

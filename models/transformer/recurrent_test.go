@@ -51,24 +51,25 @@ func lastLogits(t *testing.T, am *autodiff.Model, vocab int, ids []int) []float6
 // compares every step's logits with the full forward pass (the training-time causal
 // prefix sums) over the same context: for learned and sinusoidal positions the last
 // MaxLen tokens (the state re-primed from the window past MaxLen), for rotary positions
-// the whole sequence, past MaxLen (run on the same weights with a larger MaxLen, which
-// rotary positions do not depend on). The tokens also equal the uncached Generate's
+// and none the whole sequence, past MaxLen (run on the same weights with a larger MaxLen,
+// which rotary positions and none do not depend on). The tokens also equal the uncached Generate's
 // while the context fits, and always for absolute positions.
 func TestRecurrentMatchesForward(t *testing.T) {
 	for _, dt := range []autodiff.Dtype{autodiff.Float64, autodiff.Float32} {
-		for _, pos := range []layers.PositionEncoding{layers.PositionsLearned, layers.PositionsSinusoidal, layers.PositionsRotary} {
+		for _, pos := range []layers.PositionEncoding{layers.PositionsLearned, layers.PositionsSinusoidal, layers.PositionsRotary, layers.PositionsNone} {
 			t.Run(dt.String()+"/"+pos.String(), func(t *testing.T) {
 				const maxLen, n = 10, 16
 				cfg := rfTestConfig(ArchLM, maxLen, pos)
+				unbounded := pos == layers.PositionsRotary || pos == layers.PositionsNone
 				m := newModelDtype(t, cfg, dt)
 				if !m.Recurrent() {
 					t.Fatal("a random-feature LM is not recurrent")
 				}
 				full := autodiff.NewModel(m.Params, m.Builder(), 0)
-				if pos == layers.PositionsRotary {
+				if unbounded {
 					big := cfg
 					big.MaxLen = 64
-					mb := newModelDtype(t, big, dt) // the same parameters: rotary positions add none
+					mb := newModelDtype(t, big, dt) // the same parameters: rotary positions and none add none
 					for _, p := range m.Params.List() {
 						if err := mb.Params.Get(p.Name()).Set(p.Value()); err != nil {
 							t.Fatal(err)
@@ -85,7 +86,7 @@ func TestRecurrentMatchesForward(t *testing.T) {
 				var worst, scale float64
 				gen.onLogits = func(row []float64) {
 					ctx := seq
-					if pos != layers.PositionsRotary && len(ctx) > maxLen {
+					if !unbounded && len(ctx) > maxLen {
 						ctx = ctx[len(ctx)-maxLen:]
 					}
 					want := lastLogits(t, full, cfg.Vocab, ctx)
@@ -115,7 +116,7 @@ func TestRecurrentMatchesForward(t *testing.T) {
 					t.Fatal(err)
 				}
 				fits := maxLen - len(prompt) + 1 // tokens generated before the context passes MaxLen
-				if pos == layers.PositionsRotary {
+				if unbounded {
 					got, want = got[:fits], want[:fits]
 				}
 				if !slices.Equal(got, want) {
