@@ -11,7 +11,8 @@ import (
 
 // TestRecipes: the run files under configs/ hold nanoGPT's shakespeare_char recipes
 // (its README's CPU command, and config/train_shakespeare_char.py's baby GPT), each
-// setting as nanoGPT has it, and each starts a run with -config FILE -data PATH, the
+// setting as nanoGPT has it (and the CPU command with rotary positions, Locus's best at
+// that budget), and each starts a run with -config FILE -data PATH, the
 // vocabulary taken from the text.
 func TestRecipes(t *testing.T) {
 	gpt := map[string]any{"arch": "lm", "kernel": "exponential", "bandwidth": "fixed", "positions": "learned",
@@ -25,6 +26,10 @@ func TestRecipes(t *testing.T) {
 	}{
 		{"shakespeare_char_cpu.json",
 			map[string]any{"max_len": 64.0, "dim": 128.0, "heads": 4.0, "layers": 4.0, "hidden": 512.0, "dropout": 0.0},
+			map[string]any{"steps": 2000.0, "eval_iters": 20.0},
+			map[string]any{"task": "charlm", "seq_len": 64.0, "batch": 12.0, "val_fraction": 0.1}},
+		{"shakespeare_char_cpu_rotary.json", // Locus's best at that budget: rotary positions
+			map[string]any{"max_len": 64.0, "dim": 128.0, "heads": 4.0, "layers": 4.0, "hidden": 512.0, "dropout": 0.0, "positions": "rotary"},
 			map[string]any{"steps": 2000.0, "eval_iters": 20.0},
 			map[string]any{"task": "charlm", "seq_len": 64.0, "batch": 12.0, "val_fraction": 0.1}},
 		{"shakespeare_char.json",
