@@ -55,6 +55,10 @@ var sizeFlagCases = map[string]map[string]struct{ want, accepted string }{
 	},
 	"bench": {
 		"batch":           {want: "-batch"},
+		"dmodel":          {want: "-dmodel"},
+		"heads":           {want: "-heads"},
+		"layers":          {want: "-layers"},
+		"dff":             {want: "-dff"},
 		"random-features": {want: "-random-features"},
 		"seqlen":          {want: "-seqlen"},
 		"steps":           {want: "-steps"},
