@@ -314,14 +314,19 @@ func printResult(w io.Writer, r *bench.Result) {
 		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS, r.CPU)
 	fmt.Fprintf(w, "  size: %s; %d parameters; %.4g FLOP per step (matrix products, bench/flops.go), %.1f GFLOP/s\n",
 		sizeOf(r.Config), r.NParams, r.FLOPsPerStep, r.GFLOPS)
-	fmt.Fprintf(w, "  fwd+bwd %.2f ms", r.FwdBwdMedianMs)
+	if r.Workload != "generate" { // whose step is one whole generation
+		fmt.Fprintf(w, "  fwd+bwd %.2f ms", r.FwdBwdMedianMs)
+	}
 	if r.OptMedianMs > 0 {
 		fmt.Fprintf(w, ", optimizer %.2f ms", r.OptMedianMs)
 	}
 	if r.FwdMedianMs > 0 {
 		fmt.Fprintf(w, ", forward only %.2f ms", r.FwdMedianMs)
 	}
-	fmt.Fprintf(w, "\n  %.0f %s/s, peak RSS %.1f MiB, %.0f allocations (%.0f KiB) per step, ",
+	if r.Workload != "generate" {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "  %.0f %s/s, peak RSS %.1f MiB, %.0f allocations (%.0f KiB) per step, ",
 		r.Throughput, r.Units, r.PeakRSSMiB, r.AllocsPerStep, r.BytesPerStep/1024)
 	if r.OptMedianMs > 0 {
 		fmt.Fprintf(w, "loss %.4f -> %.4f\n", r.LossFirst, r.LossLast)
