@@ -76,7 +76,7 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	peer := fs.String("peer", "", "-compare: path of torch_peer.py (default: $"+peerEnv+", else "+peerPath+" in the current folder or the nearest one above it, e.g. ../shared/peers/torch_peer.py from the repository)")
 	python := fs.String("python", "/usr/bin/python3", "-compare: the Python interpreter with torch")
 	var shape bench.Shape
-	fs.IntVar(&shape.SeqLen, "seqlen", 0, "charlm, attn: sequence length (0: the workload's)")
+	fs.IntVar(&shape.SeqLen, "seqlen", 0, "charlm, attn: sequence length; generate: the model's context (0: the workload's)")
 	fs.IntVar(&shape.Batch, "batch", 0, "charlm, attn, dae: batch size (0: the workload's)")
 	fs.StringVar(&shape.Kernel, "kernel", "", "charlm: attention kernel spec (default exponential)")
 	fs.TextVar(&shape.Tiling, "tiling", layers.TilingAuto, "charlm: attention local mean: auto (by length), never or always tiled")
