@@ -79,6 +79,8 @@ type Shape struct {
 	// the reference's d = 64, 4 heads, 2 layers; Hidden 0 is d_ff = 4·Dim), as
 	// torch_peer.py charlm's --d, --heads, --layers and --dff.
 	Dim, Heads, Layers, Hidden int
+	// NewTokens is the generate workload's tokens per step (0: GenerateTokens).
+	NewTokens int
 }
 
 // sized reports whether s sets a model size.
@@ -102,6 +104,9 @@ func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	}
 	if s.sized() && name != "charlm" && name != "generate" {
 		return nil, fmt.Errorf("workload %s takes no model size (charlm and generate do)", name)
+	}
+	if s.NewTokens < 0 || s.NewTokens > 0 && name != "generate" {
+		return nil, fmt.Errorf("new tokens %d: for the generate workload, >= 0 (0: %d)", s.NewTokens, GenerateTokens)
 	}
 	if name == "generate" && s.Batch > 1 {
 		return nil, fmt.Errorf("workload generate decodes one sequence: batch %d, want 1", s.Batch)

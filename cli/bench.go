@@ -83,6 +83,7 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	fs.IntVar(&shape.RandomFeatures, "random-features", 0, fmt.Sprintf("charlm: random-feature attention with M features, at most %d (0: exact)", layers.MaxRandomFeatures))
 	fs.TextVar(&shape.Bandwidth, "bandwidth", layers.BandwidthFixed, "charlm: bandwidth mode: "+strings.Join(layers.BandwidthModeNames(), ", "))
 	fs.IntVar(&shape.Shards, "shards", 0, "parts of each batch run at once, one per core, each part's operations serial (0: one per GOMAXPROCS; 1: the batch whole, every operation split across cores)")
+	fs.IntVar(&shape.NewTokens, "new-tokens", 0, fmt.Sprintf("generate: tokens per step, from a one-token prompt (0: %d, as torch_peer.py generate)", bench.GenerateTokens))
 	var size modelSize
 	fs.IntVar(&size.Dim, "dmodel", 64, "charlm, generate: model width (torch_peer.py's --d)")
 	fs.IntVar(&size.Heads, "heads", 4, "charlm, generate: attention heads")
@@ -131,6 +132,9 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	}
 	if size.set && *workload != "charlm" && *workload != "generate" {
 		return usageErrorf("-dmodel, -heads, -layers and -dff size -workload charlm or generate, not %s", *workload)
+	}
+	if shape.NewTokens != 0 && *workload != "generate" {
+		return usageErrorf("-new-tokens %d is for -workload generate", shape.NewTokens)
 	}
 	if *workload == "generate" && shape.Batch > 1 {
 		return usageErrorf("-batch %d: -workload generate decodes one sequence (batch 1)", shape.Batch)
@@ -221,6 +225,9 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	return nil
 }
 
+// maxNewTokens bounds -new-tokens, as sample's -n.
+const maxNewTokens = 1 << 20
+
 // maxBenchSteps bounds -steps and -warmup: a workload prepares its batches for all of
 // them before the first.
 const maxBenchSteps = 1 << 20
@@ -276,6 +283,7 @@ func checkBenchSizes(steps, warmup int, s bench.Shape) error {
 		{"batch", s.Batch, 0, transformer.MaxBatch},
 		{"random-features", s.RandomFeatures, 0, layers.MaxRandomFeatures},
 		{"shards", s.Shards, 0, math.MaxInt},
+		{"new-tokens", s.NewTokens, 0, maxNewTokens},
 	} {
 		if c.v < c.min {
 			return usageErrorf("-%s %d, want at least %d", c.flag, c.v, c.min)
@@ -331,7 +339,7 @@ func printResult(w io.Writer, r *bench.Result) {
 	if r.OptMedianMs > 0 {
 		fmt.Fprintf(w, "loss %.4f -> %.4f\n", r.LossFirst, r.LossLast)
 	} else if r.Workload == "generate" {
-		fmt.Fprintf(w, "one step = %d greedy tokens with the key/value cache, which holds %.3f MiB\n", bench.GenerateTokens, r.KVCacheMiB)
+		fmt.Fprintf(w, "one step = %v greedy tokens with the key/value cache, which holds %.3f MiB\n", r.Config["new_tokens"], r.KVCacheMiB)
 	} else {
 		// A timing-only workload (attn): its scalar is the sum of the outputs on random
 		// data, which no optimizer lowers, so it is not shown as a loss.
@@ -376,7 +384,7 @@ type peerResult struct {
 
 // shapeArgs returns the flags that give a sub-process the sizes and attention of s.
 func shapeArgs(s bench.Shape) []string {
-	args := []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-kernel", s.Kernel, "-tiling", s.Tiling.String(), "-random-features", strconv.Itoa(s.RandomFeatures), "-bandwidth", s.Bandwidth.String(), "-shards", strconv.Itoa(s.Shards)}
+	args := []string{"-seqlen", strconv.Itoa(s.SeqLen), "-batch", strconv.Itoa(s.Batch), "-new-tokens", strconv.Itoa(s.NewTokens), "-kernel", s.Kernel, "-tiling", s.Tiling.String(), "-random-features", strconv.Itoa(s.RandomFeatures), "-bandwidth", s.Bandwidth.String(), "-shards", strconv.Itoa(s.Shards)}
 	if s.Dim != 0 { // a size was given (modelSize.set): all four are
 		args = append(args, "-dmodel", strconv.Itoa(s.Dim), "-heads", strconv.Itoa(s.Heads), "-layers", strconv.Itoa(s.Layers), "-dff", strconv.Itoa(s.Hidden))
 	}
@@ -384,7 +392,7 @@ func shapeArgs(s bench.Shape) []string {
 }
 
 // peerShapeArgs returns torch_peer.py's options for workload n's sizes in s (charlm:
-// --seqlen, --batch, --d, --heads, --layers, --dff; generate: --seqlen).
+// --seqlen, --batch, --d, --heads, --layers, --dff; generate: --seqlen, --new-tokens).
 func peerShapeArgs(n string, s bench.Shape) []string {
 	var args []string
 	if (n == "charlm" || n == "generate") && s.SeqLen > 0 {
@@ -392,6 +400,9 @@ func peerShapeArgs(n string, s bench.Shape) []string {
 	}
 	if n == "charlm" && s.Batch > 0 {
 		args = append(args, "--batch", strconv.Itoa(s.Batch))
+	}
+	if n == "generate" && s.NewTokens > 0 {
+		args = append(args, "--new-tokens", strconv.Itoa(s.NewTokens))
 	}
 	if n == "charlm" && s.Dim != 0 {
 		args = append(args, "--d", strconv.Itoa(s.Dim), "--heads", strconv.Itoa(s.Heads), "--layers", strconv.Itoa(s.Layers), "--dff", strconv.Itoa(s.Hidden))

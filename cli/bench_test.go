@@ -29,9 +29,9 @@ func inProcessBench(t *testing.T) {
 
 // TestBenchSizesReachPeer runs bench -compare with model sizes against a stand-in for
 // torch_peer.py (testdata/fake_torch_peer.sh, which reports the model its options
-// describe): the peer is given --d, --heads, --layers, --dff, --seqlen and --batch, the
-// report states the size each side ran with its parameters and the step's FLOPs, and a
-// peer that runs another model is an error.
+// describe): the peer is given --d, --heads, --layers, --dff, --seqlen and --batch
+// (generate: --seqlen and --new-tokens), the report states the size each side ran with
+// its parameters and the step's FLOPs, and a peer that runs another model is an error.
 func TestBenchSizesReachPeer(t *testing.T) {
 	inProcessBench(t)
 	peer := filepath.Join("testdata", "fake_torch_peer.sh")
@@ -55,6 +55,18 @@ func TestBenchSizesReachPeer(t *testing.T) {
 	// 6·N·B·T + 12·L·T²·d·B with N = 4·8² + 2·8·16 + 8·65 = 1032.
 	if want := fmt.Sprintf("| %.3g |", 52608/1e9); !strings.Contains(stdout, want) {
 		t.Errorf("no GFLOP per step cell %q in\n%s", want, stdout)
+	}
+	// generate's context and tokens per step.
+	code, stdout, stderr = runCLI(t, "bench", "-workload", "generate", "-compare", "-python", "/bin/sh", "-peer", peer,
+		"-seqlen", "8", "-new-tokens", "3", "-steps", "1", "-warmup", "0")
+	if code != 0 {
+		t.Fatalf("generate: exit %d\n%s", code, stderr)
+	}
+	if want := "generate --steps 1 --warmup 0 --seed 0 --seqlen 8 --new-tokens 3"; !strings.Contains(stderr, want) {
+		t.Errorf("the peer's command line is not shown with %q:\n%s", want, stderr)
+	}
+	if want := "generate: PyTorch d 64, heads 4, layers 2, d_ff 256, T 8"; !strings.Contains(stdout, want) {
+		t.Errorf("no %q in\n%s", want, stdout)
 	}
 	t.Setenv("FAKE_PEER_D", "16")
 	code, _, stderr = runCLI(t, args...)
@@ -80,6 +92,7 @@ func TestBenchSizesRefused(t *testing.T) {
 		{[]string{"-workload", "attn", "-dmodel", "128"}, "-dmodel, -heads, -layers and -dff size -workload charlm or generate, not attn"},
 		{[]string{"-workload", "all", "-layers", "4"}, "not all"},
 		{[]string{"-workload", "generate", "-batch", "4"}, "-batch 4: -workload generate decodes one sequence"},
+		{[]string{"-new-tokens", "5"}, "-new-tokens 5 is for -workload generate"},
 		{[]string{"-workload", "generate", "-compare", "-peer", "x", "-dmodel", "128"}, "torch_peer.py generate runs the reference size only"},
 	} {
 		code, _, stderr := runCLI(t, append(base, c.args...)...)

@@ -59,6 +59,7 @@ var sizeFlagCases = map[string]map[string]struct{ want, accepted string }{
 		"heads":           {want: "-heads"},
 		"layers":          {want: "-layers"},
 		"dff":             {want: "-dff"},
+		"new-tokens":      {want: "-new-tokens"},
 		"random-features": {want: "-random-features"},
 		"seqlen":          {want: "-seqlen"},
 		"steps":           {want: "-steps"},

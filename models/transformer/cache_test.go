@@ -59,6 +59,8 @@ var decodeConfigs = []struct {
 	{"relbias_rotary", func(c *Config) {
 		c.Kernel, c.Positions = layers.MustParseKernelSpec("gaussian * relbias(2)"), layers.PositionsRotary
 	}},
+	// The tiled local mean, which long caches (2048 keys and more) run on.
+	{"tiled", func(c *Config) { c.Tiling = layers.TilingAlways }},
 }
 
 // TestCachedGenerateMatches decodes with and without the key/value cache and requires the
