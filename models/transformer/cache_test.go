@@ -313,3 +313,31 @@ func TestGenerateMemoryBounded(t *testing.T) {
 		t.Errorf("the cache holds %d values, want %d", gen.Held(), want)
 	}
 }
+
+// TestCachedGenerateShortContexts: with MaxLen 1 (no cache: every token is a window of
+// one), 2 (a cache of one slot) and 17 (capacities 15, then 16) cached decoding gives
+// the uncached tokens.
+func TestCachedGenerateShortContexts(t *testing.T) {
+	for _, maxLen := range []int{1, 2, 17} {
+		cfg := DefaultConfig(ArchLM, 7, maxLen)
+		cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 8, 2, 2, 16, layers.InitTorch
+		m, am := newTestModel(t, cfg)
+		gen, err := NewGenerator(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dc := range decodeCases {
+			want, err := Generate(am, cfg, []int{2}, 24, dc.s, -1, rand.New(rand.NewPCG(3, 4)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := gen.Generate(nil, []int{2}, 24, dc.s, -1, rand.New(rand.NewPCG(3, 4)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("max_len %d, %s: cached %v, uncached %v", maxLen, dc.name, got, want)
+			}
+		}
+	}
+}
