@@ -317,6 +317,20 @@ func sizeOf(cfg map[string]any) string {
 	return strings.Join(parts, ", ")
 }
 
+// sameSizes reports whether the sizes that both configs state are equal, and if not
+// the first that differs. (The parameter counts may differ with a bandwidth mode or
+// kernel that has parameters of its own, which the peer does not run.)
+func sameSizes(a, b map[string]any) (string, bool) {
+	for _, k := range sizeKeys {
+		va, oka := a[k.key]
+		vb, okb := b[k.key]
+		if oka && okb && fmt.Sprint(va) != fmt.Sprint(vb) {
+			return k.key, false
+		}
+	}
+	return "", true
+}
+
 func printResult(w io.Writer, r *bench.Result) {
 	fmt.Fprintf(w, "%s: median %.2f ms (p10 %.2f, p90 %.2f, mean %.2f) over %d steps after %d warm-up; GOMAXPROCS %d, kernels %v\n",
 		r.Workload, r.Step.Median, r.Step.P10, r.Step.P90, r.Step.Mean, r.Step.N, r.Warmup, r.GOMAXPROCS, r.CPU)
@@ -457,8 +471,8 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, sha
 		if err := json.Unmarshal(lastLine(out), &lr); err != nil {
 			return fmt.Errorf("locus bench %s: %w", n, err)
 		}
-		if pr.NParams != 0 && pr.NParams != lr.NParams {
-			return fmt.Errorf("torch peer %s: a model of %d parameters (%s), Locus's has %d (%s): not the same model", n, pr.NParams, sizeOf(pr.Config), lr.NParams, sizeOf(lr.Config))
+		if key, ok := sameSizes(pr.Config, lr.Config); !ok {
+			return fmt.Errorf("torch peer %s: ran %s, Locus %s: not the same model (%s differs)", n, sizeOf(pr.Config), sizeOf(lr.Config), key)
 		}
 		if asJSON {
 			b, _ := json.Marshal(map[string]any{"workload": n, "torch": pr, "locus": lr, "ratio": lr.Step.Median / pr.Step.Median})

@@ -70,7 +70,7 @@ func TestBenchSizesReachPeer(t *testing.T) {
 	}
 	t.Setenv("FAKE_PEER_D", "16")
 	code, _, stderr = runCLI(t, args...)
-	if msg := strings.TrimSpace(stderr); code == 0 || !strings.Contains(msg, "not the same model") || !strings.Contains(msg, "d 16") {
+	if msg := strings.TrimSpace(stderr); code == 0 || !strings.Contains(msg, "ran d 16, heads 2") || !strings.Contains(msg, "not the same model (d_model differs)") {
 		t.Errorf("a peer of another width: exit %d, stderr %q", code, msg)
 	}
 }

@@ -7,6 +7,7 @@
 w=$1; shift
 argv="\"$w\""
 T=64 B=32 D=64 H=4 L=2 F=0 V=65
+[ "$w" = generate ] && B=1 # one sequence
 while [ $# -gt 0 ]; do
 	argv="$argv, \"$1\""
 	case $1 in
