@@ -188,11 +188,10 @@ func (m *Model) EncoderBuilder() autodiff.Builder {
 // concurrent use.
 //
 // The key/value cache of a context of t tokens has room for the smallest of 15, 31, 63,
-// ..., MaxLen−1 positions that holds t, each size's buffers allocated once, and a new
-// token's step is one compiled graph for every position that fits that size
-// (WindowStepBuilder): the memory is bounded by 2·Layers·(MaxLen−1)·Dim values of cache
-// (twice that over all sizes) and a few graphs, and what a token allocates does not grow
-// with its index. The prompt, and the window recomputed once the context slides past
+// ..., MaxLen−1 positions that holds t, in one allocation per layer kept for the largest
+// size used, and a new token's step is one compiled graph for every position that fits
+// that size (WindowStepBuilder): the cache is at most 2·Layers·(MaxLen−1)·Dim values, the
+// graphs a few, and what a token allocates does not grow with its index. The prompt, and the window recomputed once the context slides past
 // MaxLen, run StepBuilder's graph of their length.
 type Generator struct {
 	model *Model
@@ -207,15 +206,21 @@ type Generator struct {
 // windowCache is a Generator's key/value cache and its one-token step. The cache of a
 // context of t tokens has a fixed capacity, the smallest of 15, 31, 63, ... (2^k − 1) and
 // MaxLen − 1 that holds t, so that a token's step costs O(t), not O(MaxLen), with one
-// compiled graph per capacity (log₂ MaxLen of them at most). Each capacity's buffers are
-// allocated once and kept: at most 2·(MaxLen−1) positions per layer in all.
+// compiled graph per capacity (log₂ MaxLen of them at most). Every capacity's buffers
+// are views of one allocation per layer, for the largest capacity used so far: at most
+// 2·Layers·(MaxLen−1)·Dim values in all.
 type windowCache struct {
 	step          *autodiff.Model
 	dtype         autodiff.Dtype
 	layers, heads int
 	dh, maxSlots  int // maxSlots = MaxLen − 1
-	bufs          map[int]*windowBuffers
-	cur           *windowBuffers // the capacity the cached tokens are in
+	// keys[l] and values[l] back layer l's caches, heads·big·dh values each; mask
+	// backs the step's masks, big+1 values.
+	keys, values []*tensor.Dense
+	mask         *tensor.Dense
+	big          int
+	views        map[int]*windowBuffers // by capacity, over the backing of big
+	cur          *windowBuffers         // the capacity the cached tokens are in
 }
 
 // windowBuffers are the cache of one capacity: keys[l] and values[l] are layer l's
@@ -230,7 +235,7 @@ type windowBuffers struct {
 func newWindowCache(m *Model) *windowCache {
 	cfg := m.Config
 	return &windowCache{step: autodiff.NewModel(m.Params, m.WindowStepBuilder(), 0), dtype: m.Params.Dtype(),
-		layers: cfg.Layers, heads: cfg.Heads, dh: cfg.Dim / cfg.Heads, maxSlots: cfg.MaxLen - 1, bufs: map[int]*windowBuffers{}}
+		layers: cfg.Layers, heads: cfg.Heads, dh: cfg.Dim / cfg.Heads, maxSlots: cfg.MaxLen - 1}
 }
 
 // minSlots is the smallest capacity of a windowCache.
@@ -245,18 +250,37 @@ func (w *windowCache) capacity(t int) int {
 	return min(c, w.maxSlots)
 }
 
-// buffers returns the buffers of capacity slots, allocating them the first time.
+// buffers returns the buffers of capacity slots, allocating the backing anew (and
+// dropping the smaller one) when slots exceeds it.
 func (w *windowCache) buffers(slots int) *windowBuffers {
-	if b, ok := w.bufs[slots]; ok {
+	if slots > w.big {
+		w.big, w.views = slots, map[int]*windowBuffers{}
+		w.keys, w.values = nil, nil
+		for range w.layers {
+			w.keys = append(w.keys, zeros(w.dtype, w.heads*slots*w.dh))
+			w.values = append(w.values, zeros(w.dtype, w.heads*slots*w.dh))
+		}
+		w.mask = zeros(w.dtype, slots+1)
+	}
+	if b, ok := w.views[slots]; ok {
 		return b
 	}
-	b := &windowBuffers{slots: slots, mask: zeros(w.dtype, 1, slots+1)}
-	for range w.layers {
-		b.keys = append(b.keys, zeros(w.dtype, w.heads, slots, w.dh))
-		b.values = append(b.values, zeros(w.dtype, w.heads, slots, w.dh))
+	b := &windowBuffers{slots: slots, mask: prefixView(w.mask, 1, slots+1)}
+	for l := range w.layers {
+		b.keys = append(b.keys, prefixView(w.keys[l], w.heads, slots, w.dh))
+		b.values = append(b.values, prefixView(w.values[l], w.heads, slots, w.dh))
 	}
-	w.bufs[slots] = b
+	w.views[slots] = b
 	return b
+}
+
+// prefixView returns a tensor of the given shape over the first values of t's backing.
+func prefixView(t *tensor.Dense, shape ...int) *tensor.Dense {
+	n := tensor.Shape(shape).TotalSize()
+	if d, ok := t.Data().([]float32); ok {
+		return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(d[:n]))
+	}
+	return tensor.New(tensor.WithShape(shape...), tensor.WithBacking(t.Data().([]float64)[:n])) // zeros' other dtype
 }
 
 // zeros returns a zero tensor of dtype dt and shape.
