@@ -102,6 +102,12 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err := checkBenchSizes(*steps, *warmup, shape); err != nil {
 		return err
 	}
+	if size.set && *workload != "charlm" && *workload != "generate" {
+		return usageErrorf("-dmodel, -heads, -layers and -dff size -workload charlm or generate, not %s", *workload)
+	}
+	if shape.NewTokens != 0 && *workload != "generate" {
+		return usageErrorf("-new-tokens %d is for -workload generate", shape.NewTokens)
+	}
 	if *workload == "e2e" {
 		if *cpuProfile != "" || *memProfile != "" {
 			return usageErrorf("-workload e2e runs locus train in a child process: no profiles")
@@ -129,12 +135,6 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 		names = bench.Names()
 	} else if !slices.Contains(bench.Names(), *workload) && !slices.Contains(bench.Extra(), *workload) {
 		return usageErrorf("unknown -workload %q (valid: %s, all, e2e)", *workload, strings.Join(append(bench.Names(), bench.Extra()...), ", "))
-	}
-	if size.set && *workload != "charlm" && *workload != "generate" {
-		return usageErrorf("-dmodel, -heads, -layers and -dff size -workload charlm or generate, not %s", *workload)
-	}
-	if shape.NewTokens != 0 && *workload != "generate" {
-		return usageErrorf("-new-tokens %d is for -workload generate", shape.NewTokens)
 	}
 	if *workload == "generate" && shape.Batch > 1 {
 		return usageErrorf("-batch %d: -workload generate decodes one sequence (batch 1)", shape.Batch)

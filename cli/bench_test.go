@@ -91,6 +91,8 @@ func TestBenchSizesRefused(t *testing.T) {
 		{[]string{"-heads", "3"}, "-dmodel 64 is not a multiple of -heads 3"},
 		{[]string{"-workload", "attn", "-dmodel", "128"}, "-dmodel, -heads, -layers and -dff size -workload charlm or generate, not attn"},
 		{[]string{"-workload", "all", "-layers", "4"}, "not all"},
+		{[]string{"-workload", "e2e", "-dff", "512"}, "not e2e"},
+		{[]string{"-workload", "e2e", "-new-tokens", "5"}, "-new-tokens 5 is for -workload generate"},
 		{[]string{"-workload", "generate", "-batch", "4"}, "-batch 4: -workload generate decodes one sequence"},
 		{[]string{"-new-tokens", "5"}, "-new-tokens 5 is for -workload generate"},
 		{[]string{"-workload", "generate", "-compare", "-peer", "x", "-dmodel", "128"}, "torch_peer.py generate runs the reference size only"},
