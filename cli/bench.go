@@ -102,10 +102,11 @@ func runBench(args []string, stdout, stderr io.Writer) (rerr error) {
 	if err := checkBenchSizes(*steps, *warmup, shape); err != nil {
 		return err
 	}
-	if size.set && *workload != "charlm" && *workload != "generate" {
+	known := *workload == "all" || *workload == "e2e" || slices.Contains(bench.Names(), *workload) || slices.Contains(bench.Extra(), *workload)
+	if known && size.set && *workload != "charlm" && *workload != "generate" {
 		return usageErrorf("-dmodel, -heads, -layers and -dff size -workload charlm or generate, not %s", *workload)
 	}
-	if shape.NewTokens != 0 && *workload != "generate" {
+	if known && shape.NewTokens != 0 && *workload != "generate" {
 		return usageErrorf("-new-tokens %d is for -workload generate", shape.NewTokens)
 	}
 	if *workload == "e2e" {
