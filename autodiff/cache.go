@@ -2,8 +2,9 @@ package autodiff
 
 // A Model keeps what it compiled for each input signature, so that a signature it has
 // seen runs without compiling again. A compiled graph holds buffers for its values, so
-// decoding with a key/value cache, whose inputs grow by a token at every step, would keep
-// one graph per generated token (about 2 MB each for the char LM: 17 GB after 10k tokens).
+// a caller whose inputs grow at every run (decoding with a key/value cache that grows by
+// a token, as transformer.Generator did before its cache had fixed capacities) would keep
+// one graph per run (about 2 MB each for the char LM: 17 GB after 10k tokens).
 // The cache therefore keeps the most recently used signatures within a budget of values:
 // signatureBudget bytes of graph values (the newest signature is always kept) and at most
 // maxSignatures signatures. Training and evaluation use a few signatures; generating with

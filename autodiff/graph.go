@@ -523,6 +523,9 @@ func (g *Graph) Concat(axis int, xs ...*Node) *Node {
 		}
 		ns[i] = x.n
 	}
+	if allDtype(xs, g.dtype) {
+		return g.applyFused(newConcatKernel(concatShapes(xs), axis), xs...)
+	}
 	return g.apply("Concat", func() (*G.Node, error) { return G.Concat(axis, ns...) }, xs...)
 }
 

@@ -281,6 +281,10 @@ func TestWrappedOpGradients(t *testing.T) {
 		opCase{"Slice 3d", one(r(2, 3, 4)), nil, func(g *Graph, p map[string]*Node) *Node { return g.Slice(p["a"], 2, 1, 2) }},
 		opCase{"Concat", two(r(2, 3), r(2, 2)), nil, func(g *Graph, p map[string]*Node) *Node { return g.Concat(1, p["a"], p["b"]) }},
 		opCase{"Concat axis0", two(r(1, 3), r(2, 3)), nil, func(g *Graph, p map[string]*Node) *Node { return g.Concat(0, p["a"], p["b"], p["a"]) }},
+		opCase{"Concat 3d axis1", two(r(2, 3, 4), r(2, 1, 4)), nil, func(g *Graph, p map[string]*Node) *Node {
+			return g.Concat(1, p["b"], p["a"], p["b"])
+		}},
+		opCase{"Concat 3d axis2", two(r(2, 3, 4), r(2, 3, 1)), nil, func(g *Graph, p map[string]*Node) *Node { return g.Concat(2, p["a"], p["b"]) }},
 		opCase{"AddBias", two(r(4, 3), r(3)), nil, func(g *Graph, p map[string]*Node) *Node { return g.AddBias(p["a"], p["b"]) }},
 		opCase{"AddBias 3d", two(r(2, 4, 3), r(3)), nil, func(g *Graph, p map[string]*Node) *Node { return g.AddBias(p["a"], p["b"]) }},
 		opCase{"Gather", one(r(5, 3)), map[string]*tensor.Dense{"ids": intTensor(4, 0, 4, 2, 4)},

@@ -26,6 +26,7 @@ import (
 	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/optim"
+	"github.com/locusml/locus/train"
 )
 
 // Names lists the step workloads (the ones -workload all runs).
@@ -47,6 +48,11 @@ type Workload struct {
 	// Forward, if not nil, runs a forward-only pass of iteration i (attn).
 	Forward func(i int) error
 	Config  map[string]any
+	// FLOPs is the floating-point operations of one step, counted as flops.go says.
+	FLOPs float64
+	// CacheBytes, if not nil, returns the bytes the generate workload's key/value cache
+	// holds after its last step.
+	CacheBytes func() int64
 }
 
 // New prepares workload name for n iterations with seed (parameters from seed, data
@@ -69,12 +75,41 @@ type Shape struct {
 	// Shards, for every workload, is how many parts of each batch run at once
 	// (autodiff.Model.SetShards): 0 one per GOMAXPROCS, 1 the batch whole.
 	Shards int
+	// Dim, Heads, Layers and Hidden size the charlm and generate workloads' LM (0 keeps
+	// the reference's d = 64, 4 heads, 2 layers; Hidden 0 is d_ff = 4·Dim), as
+	// torch_peer.py charlm's --d, --heads, --layers and --dff.
+	Dim, Heads, Layers, Hidden int
+	// NewTokens is the generate workload's tokens per step (0: GenerateTokens).
+	NewTokens int
+}
+
+// sized reports whether s sets a model size.
+func (s Shape) sized() bool { return s.Dim != 0 || s.Heads != 0 || s.Layers != 0 || s.Hidden != 0 }
+
+// lmConfig returns the charlm and generate workloads' LM of vocabulary V and context T,
+// the reference's with the sizes of s, validated (errors name the field).
+func (s Shape) lmConfig(V, T int) (transformer.Config, error) {
+	cfg := transformer.DefaultConfig(transformer.ArchLM, V, T)
+	cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden = or(s.Dim, cfg.Dim), or(s.Heads, cfg.Heads), or(s.Layers, cfg.Layers), s.Hidden
+	return cfg, cfg.Validate()
 }
 
 // NewShaped is New with the sizes and attention of s.
 func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	if s.SeqLen < 0 || s.Batch < 0 {
 		return nil, fmt.Errorf("sequence length %d and batch %d, want >= 0 (0 keeps the workload's)", s.SeqLen, s.Batch)
+	}
+	if s.Dim < 0 || s.Heads < 0 || s.Layers < 0 || s.Hidden < 0 {
+		return nil, fmt.Errorf("dim %d, heads %d, layers %d and hidden %d, want >= 0 (0 keeps the workload's)", s.Dim, s.Heads, s.Layers, s.Hidden)
+	}
+	if s.sized() && name != "charlm" && name != "generate" {
+		return nil, fmt.Errorf("workload %s takes no model size (charlm and generate do)", name)
+	}
+	if s.NewTokens < 0 || s.NewTokens > 0 && name != "generate" {
+		return nil, fmt.Errorf("new tokens %d: for the generate workload, >= 0 (0: %d)", s.NewTokens, GenerateTokens)
+	}
+	if name == "generate" && s.Batch > 1 {
+		return nil, fmt.Errorf("workload generate decodes one sequence: batch %d, want 1", s.Batch)
 	}
 	if s.Shards < 0 {
 		return nil, fmt.Errorf("shards = %d, want >= 0 (0: one per GOMAXPROCS)", s.Shards)
@@ -93,7 +128,7 @@ func NewShaped(name string, seed uint64, n int, s Shape) (*Workload, error) {
 	case "dae":
 		return newDAE(seed, n, s)
 	case "generate":
-		return newGenerate(seed)
+		return newGenerate(seed, s)
 	}
 	return nil, fmt.Errorf("unknown workload %q (valid: %s)", name, strings.Join(append(Names(), Extra()...), ", "))
 }
@@ -115,11 +150,19 @@ func or(v, def int) int {
 func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 	const V = 65
 	T, B := or(shape.SeqLen, 64), or(shape.Batch, 32)
+	cfg, err := shape.lmConfig(V, T)
+	if err != nil {
+		return nil, err
+	}
+	// The batches of every iteration are made before the first: 2·B·T ids each.
+	if err := train.CheckMemory(fmt.Sprintf("charlm at dim %d, %d layers, %d heads, batch %d of %d tokens", cfg.Dim, cfg.Layers, cfg.Heads, B, T),
+		cfg.MemoryEstimate(B, T)+uint64(n)*uint64(B)*uint64(T)*16); err != nil {
+		return nil, err
+	}
 	ps, err := autodiff.NewParams(autodiff.Float32, seed)
 	if err != nil {
 		return nil, err
 	}
-	cfg := transformer.DefaultConfig(transformer.ArchLM, V, T)
 	cfg.Tiling, cfg.RandomFeatures, cfg.Bandwidth = shape.Tiling, shape.RandomFeatures, shape.Bandwidth
 	if shape.Kernel != "" {
 		if cfg.Kernel.Kernel, err = layers.ParseKernel(shape.Kernel); err != nil {
@@ -157,8 +200,8 @@ func newCharLM(seed uint64, n int, shape Shape) (*Workload, error) {
 		}
 	}
 	return &Workload{
-		Name: "charlm", Params: ps, Units: "tokens", PerStep: B * T,
-		Config: map[string]any{"vocab": V, "d_model": 64, "heads": 4, "layers": 2, "d_ff": 256, "context": T, "batch": B, "lr": 3e-3,
+		Name: "charlm", Params: ps, Units: "tokens", PerStep: B * T, FLOPs: LMTrainFLOPs(cfg, B, T),
+		Config: map[string]any{"vocab": V, "d_model": cfg.Dim, "heads": cfg.Heads, "layers": cfg.Layers, "d_ff": cfg.FFNWidth(), "context": T, "batch": B, "lr": 3e-3,
 			"kernel": cfg.Kernel.String(), "tiling": cfg.Tiling.String(), "random_features": cfg.RandomFeatures,
 			"bandwidth": cfg.Bandwidth.String(), "shards": shape.Shards},
 		Step: trainStep(model, opt, ps, batches),
@@ -215,7 +258,7 @@ func newAttn(seed uint64, n int, shape Shape) (*Workload, error) {
 	}
 	both := autodiff.RunMode{Backward: true, InputGrads: true}
 	return &Workload{
-		Name: "attn", Params: ps, Units: "samples", PerStep: B,
+		Name: "attn", Params: ps, Units: "samples", PerStep: B, FLOPs: AttnFLOPs(D, B, T),
 		Config: map[string]any{"d_model": D, "heads": H, "d_head": D / H, "seq": T, "batch": B, "causal": true, "shards": shape.Shards},
 		Step: func(i int) (float64, time.Duration, error) {
 			t0 := time.Now()
@@ -271,7 +314,7 @@ func newDAE(seed uint64, n int, shape Shape) (*Workload, error) {
 	}
 	widths := append(append([]int{cfg.In}, cfg.Hidden...), cfg.In)
 	return &Workload{
-		Name: "dae", Params: ps, Units: "samples", PerStep: B,
+		Name: "dae", Params: ps, Units: "samples", PerStep: B, FLOPs: MLPTrainFLOPs(widths, B),
 		Config: map[string]any{"model": "models/dae " + cfg.String(), "layers": widths, "noise_sigma": cfg.Sigma,
 			"batch": B, "lr": 1e-3, "images": source, "shards": shape.Shards},
 		Step: trainStep(m.Net(), opt, ps, batches),
@@ -354,13 +397,20 @@ type Result struct {
 	Throughput     float64        `json:"throughput"`
 	Units          string         `json:"units"`
 	PeakRSSMiB     float64        `json:"peak_rss_mib"`
-	AllocsPerStep  float64        `json:"allocs_per_step"`
-	BytesPerStep   float64        `json:"alloc_bytes_per_step"`
-	LossFirst      float64        `json:"loss_first"`
-	LossLast       float64        `json:"loss_last"`
-	TimedWallS     float64        `json:"timed_wall_s"`
-	OtherCPUCores  float64        `json:"other_cpu_cores"`
-	OwnCPUCores    float64        `json:"own_cpu_cores"`
+	// FLOPsPerStep counts a step's matrix products (flops.go); GFLOPS is that over the
+	// median step time.
+	FLOPsPerStep float64 `json:"flops_per_step"`
+	GFLOPS       float64 `json:"gflops"`
+	// KVCacheMiB is what the generate workload's key/value cache holds (or the
+	// recurrent state, with random features).
+	KVCacheMiB    float64 `json:"kv_cache_mib,omitempty"`
+	AllocsPerStep float64 `json:"allocs_per_step"`
+	BytesPerStep  float64 `json:"alloc_bytes_per_step"`
+	LossFirst     float64 `json:"loss_first"`
+	LossLast      float64 `json:"loss_last"`
+	TimedWallS    float64 `json:"timed_wall_s"`
+	OtherCPUCores float64 `json:"other_cpu_cores"`
+	OwnCPUCores   float64 `json:"own_cpu_cores"`
 	// CPUMsPerStep is this process's CPU time (user + system) per timed step: a
 	// contention-proof measure of the work done.
 	CPUMsPerStep float64 `json:"cpu_ms_per_step"`
@@ -417,6 +467,11 @@ func Run(w *Workload, warmup, steps int) (*Result, error) {
 	res.LossLast = round4(losses[len(losses)-1])
 	if res.Step.Median > 0 {
 		res.Throughput = math.Round(float64(w.PerStep)/(res.Step.Median/1e3)*10) / 10
+		res.GFLOPS = math.Round(w.FLOPs/(res.Step.Median/1e3)/1e9*100) / 100
+	}
+	res.FLOPsPerStep = w.FLOPs
+	if w.CacheBytes != nil {
+		res.KVCacheMiB = math.Round(float64(w.CacheBytes())/(1<<20)*1000) / 1000
 	}
 	if w.Forward != nil {
 		var fw []time.Duration

@@ -56,6 +56,11 @@ var sizeFlagCases = map[string]map[string]struct{ want, accepted string }{
 	},
 	"bench": {
 		"batch":           {want: "-batch"},
+		"dmodel":          {want: "-dmodel"},
+		"heads":           {want: "-heads"},
+		"layers":          {want: "-layers"},
+		"dff":             {want: "-dff"},
+		"new-tokens":      {want: "-new-tokens"},
 		"random-features": {want: "-random-features"},
 		"seqlen":          {want: "-seqlen"},
 		"steps":           {want: "-steps"},

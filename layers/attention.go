@@ -246,6 +246,11 @@ type AttendOptions struct {
 	// Offset is the position of query 0 among the keys: Tk − Tq when decoding with a
 	// key/value cache, 0 otherwise.
 	Offset int
+	// Rotary, if not nil, holds the queries' rotary factors [B·Heads, Tq, DHead] as data
+	// (rotary positions only): AttendKV rotates the queries by them instead of by their
+	// index plus Offset, so that a decoding step whose keys are not at their positions'
+	// indices (a cache of fixed size) runs one compiled graph at every position.
+	Rotary *RotaryAngles
 }
 
 // Forward is self-attention: x [B, T, Dim] to [B, T, Dim].
@@ -407,11 +412,43 @@ func (a *KernelAttention) KeysValues(g *autodiff.Graph, mem *autodiff.Node, offs
 	return k, v
 }
 
+// KeysValuesAt is KeysValues with the keys' rotary factors [B·Heads, Tk, DHead] as data
+// (rot; nil, or ignored, without rotary positions) instead of from an offset.
+func (a *KernelAttention) KeysValuesAt(g *autodiff.Graph, mem *autodiff.Node, rot *RotaryAngles) (k, v *autodiff.Node) {
+	if !a.cfg.Rotary {
+		return a.KeysValues(g, mem, 0)
+	}
+	if !ready(g, "kernel attention", a.scope, mem) {
+		return nil, nil
+	}
+	if rot == nil {
+		fail(g, "kernel attention", a.scope, "rotary positions need the keys' rotary factors")
+		return nil, nil
+	}
+	ms := mem.Shape()
+	if len(ms) != 3 || ms[2] != a.cfg.KVDim {
+		fail(g, "kernel attention", a.scope, "keys/values input %v, want [B, Tk, %d]", ms, a.cfg.KVDim)
+		return nil, nil
+	}
+	k = rotate(g, a.splitHeads(g, a.K.Forward(g, mem)), rot.Cos, rot.Sin)
+	return k, a.splitHeads(g, a.V.Forward(g, mem))
+}
+
 // AppendKeysValues returns the keys and values of h [B, Tn, KVDim] at positions
 // offset..offset+Tn−1, appended (axis 1) to the cached ones when cacheK and cacheV are not
 // nil: the cache of incremental decoding.
 func (a *KernelAttention) AppendKeysValues(g *autodiff.Graph, h, cacheK, cacheV *autodiff.Node, offset int) (k, v *autodiff.Node) {
-	k, v = a.KeysValues(g, h, offset)
+	return a.AppendKeysValuesWith(g, h, cacheK, cacheV, AttendOptions{Offset: offset})
+}
+
+// AppendKeysValuesWith is AppendKeysValues with the new keys at opt.Offset, or, with
+// opt.Rotary, rotated by those factors (KeysValuesAt).
+func (a *KernelAttention) AppendKeysValuesWith(g *autodiff.Graph, h, cacheK, cacheV *autodiff.Node, opt AttendOptions) (k, v *autodiff.Node) {
+	if opt.Rotary != nil {
+		k, v = a.KeysValuesAt(g, h, opt.Rotary)
+	} else {
+		k, v = a.KeysValues(g, h, opt.Offset)
+	}
 	if cacheK != nil {
 		k, v = g.Concat(1, cacheK, k), g.Concat(1, cacheV, v)
 	}
@@ -438,7 +475,10 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 	}
 	tk := ks[1]
 	q := a.splitHeads(g, a.Q.Forward(g, x))
-	if a.cfg.Rotary {
+	switch {
+	case a.cfg.Rotary && opt.Rotary != nil:
+		q = rotate(g, q, opt.Rotary.Cos, opt.Rotary.Sin)
+	case a.cfg.Rotary:
 		q = ApplyRotary(g, q, opt.Offset, a.cfg.RotaryBase)
 	}
 	mask := restrictMask(a.Kernel, autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow})

@@ -142,9 +142,17 @@ func (b *Block) residual(g *autodiff.Graph, x *autodiff.Node, ln Norm, f func(*a
 // earlier positions from KeysValues. It returns the output and the keys and values of
 // all positions so far, to be passed back as the next step's cache.
 func (b *Block) Step(g *autodiff.Graph, x, cacheK, cacheV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
+	return b.StepWith(g, x, cacheK, cacheV, AttendOptions{Offset: offset})
+}
+
+// StepWith is Step with the self-attention's options: opt.Offset is the position of the
+// first new token among the keys (the cache's length), opt.KeyMask [B, Tc+Tn] hides keys
+// (the empty slots of a cache of fixed size), and opt.Rotary, with rotary positions, holds
+// the new tokens' rotary factors, which then rotate their keys as well as their queries.
+func (b *Block) StepWith(g *autodiff.Graph, x, cacheK, cacheV *autodiff.Node, opt AttendOptions) (y, k, v *autodiff.Node) {
 	self := func(h *autodiff.Node) *autodiff.Node {
-		k, v = b.Attn.AppendKeysValues(g, h, cacheK, cacheV, offset)
-		return b.Attn.AttendKV(g, h, k, v, AttendOptions{Offset: offset})
+		k, v = b.Attn.AppendKeysValuesWith(g, h, cacheK, cacheV, opt)
+		return b.Attn.AttendKV(g, h, k, v, opt)
 	}
 	y = b.residual(g, x, b.LN1, self)
 	y = b.residual(g, y, b.LN2, func(h *autodiff.Node) *autodiff.Node { return b.FFN.Forward(g, h) })

@@ -134,6 +134,9 @@
 //
 // For incremental decoding, KernelAttention.AppendKeysValues grows a key/value cache and
 // AttendKV attends over it at a position offset; Block.Step does both for a whole block.
+// Block.StepWith takes AttendOptions instead: a KeyMask that hides the empty slots of a
+// cache of fixed size and the new tokens' rotary factors as data (AttendOptions.Rotary),
+// so that one compiled graph serves every position.
 //
 // KernelAttention splits heads as PyTorch does (head j takes feature columns
 // j·d_head..(j+1)·d_head−1) and works on [B, T, d] inputs; with the exponential kernel and

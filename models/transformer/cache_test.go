@@ -3,6 +3,7 @@ package transformer
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -52,6 +53,14 @@ var decodeConfigs = []struct {
 		c.Kernel, c.Bandwidth, c.Positions = layers.MustParseKernelSpec("laplacian"), layers.BandwidthKNN, layers.PositionsRotary
 	}},
 	{"head_bandwidth_tied", func(c *Config) { c.Bandwidth, c.Tied, c.Init = layers.BandwidthHead, true, layers.InitGPT }},
+	// Kernels of the query–key distance, which the fixed-size cache's right-aligned
+	// slots must keep true (WindowStepBuilder).
+	{"window_distance", func(c *Config) { c.Kernel = layers.MustParseKernelSpec("exponential * window(3) * distance(0.5)") }},
+	{"relbias_rotary", func(c *Config) {
+		c.Kernel, c.Positions = layers.MustParseKernelSpec("gaussian * relbias(2)"), layers.PositionsRotary
+	}},
+	// The tiled local mean, which long caches (2048 keys and more) run on.
+	{"tiled", func(c *Config) { c.Tiling = layers.TilingAlways }},
 }
 
 // TestCachedGenerateMatches decodes with and without the key/value cache and requires the
@@ -220,5 +229,115 @@ func TestStepLogitsMatch(t *testing.T) {
 			}
 			check("2 after a cache of 4", res.Values[OutputLogits])
 		})
+	}
+}
+
+// TestWindowStepLogitsMatch compares, in float64, the logits of every step of cached
+// generation (the prompt's step, then WindowStepBuilder's one-token steps over the
+// fixed-size cache, then, past MaxLen = 8, the recomputed windows) with the full model's
+// at the last position of the same context.
+func TestWindowStepLogitsMatch(t *testing.T) {
+	for _, tc := range decodeConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig(ArchLM, 7, 8)
+			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, layers.InitTorch
+			if tc.mut != nil {
+				tc.mut(&cfg)
+			}
+			m, am := newTestModel(t, cfg)
+			gen, err := NewGenerator(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rows [][]float64
+			gen.onLogits = func(row []float64) { rows = append(rows, slices.Clone(row)) }
+			prompt := []int{3, 1, 4}
+			out, err := gen.Generate(nil, prompt, 9, Sampling{}, -1, rand.New(rand.NewPCG(5, 6)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			worst := 0.0
+			for i, row := range rows {
+				seq := append(slices.Clone(prompt), out[:i]...)
+				want := lastLogits(t, am, cfg.Vocab, seq[max(0, len(seq)-cfg.MaxLen):])
+				for j := range row {
+					worst = max(worst, math.Abs(row[j]-want[j]))
+				}
+			}
+			t.Logf("max |cached − full| logit difference over %d steps: %.3g", len(rows), worst)
+			if len(rows) != 9 || worst > 1e-10 {
+				t.Errorf("%d steps; logits differ from the full model's by %g", len(rows), worst)
+			}
+		})
+	}
+}
+
+// TestGenerateMemoryBounded: the exact model's key/value cache has a fixed capacity for
+// every context that fits it (here 255 = MaxLen − 1 positions from the 128th token on),
+// allocated once, and one compiled graph serves every one-token step within it, so what
+// a token allocates does not grow with its index (tokens 185–240 allocate no more than
+// tokens 130–185, within 5 % and 2 KiB a token: on the cache that grew, each token cost a
+// compiled graph and a copy of the whole cache), the heap in use after 235 tokens is that
+// after 140 within 1 MiB, and the generator holds 2·Layers·(MaxLen−1)·Dim values.
+func TestGenerateMemoryBounded(t *testing.T) {
+	cfg := DefaultConfig(ArchLM, 11, 256)
+	cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden = 16, 2, 2, 32
+	gen, err := NewGenerator(newModelDtype(t, cfg, autodiff.Float32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var alloc []uint64
+	var heap []uint64
+	var ms runtime.MemStats
+	gen.onLogits = func([]float64) {
+		if i := len(alloc); i == 140 || i == 235 {
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			heap = append(heap, ms.HeapInuse)
+		}
+		runtime.ReadMemStats(&ms)
+		alloc = append(alloc, ms.TotalAlloc)
+	}
+	if _, err := gen.Generate(nil, []int{1}, 241, Sampling{Temperature: 1}, -1, rand.New(rand.NewPCG(1, 2))); err != nil {
+		t.Fatal(err)
+	}
+	early, late := float64(alloc[185]-alloc[130])/55, float64(alloc[240]-alloc[185])/55
+	t.Logf("bytes allocated per token: %.0f at tokens 130–185, %.0f at 185–240; heap in use %d -> %d", early, late, heap[0], heap[1])
+	if late > 1.05*early+2<<10 {
+		t.Errorf("a token allocates %.0f bytes at tokens 185–240, %.0f at 130–185: it grows with the token's index", late, early)
+	}
+	if heap[1] > heap[0]+1<<20 {
+		t.Errorf("heap in use %d bytes after 140 tokens, %d after 235: it grows with the tokens", heap[0], heap[1])
+	}
+	if want := 2 * cfg.Layers * (cfg.MaxLen - 1) * cfg.Dim; gen.Held() != want {
+		t.Errorf("the cache holds %d values, want %d", gen.Held(), want)
+	}
+}
+
+// TestCachedGenerateShortContexts: with MaxLen 1 (no cache: every token is a window of
+// one), 2 (a cache of one slot) and 17 (capacities 15, then 16) cached decoding gives
+// the uncached tokens.
+func TestCachedGenerateShortContexts(t *testing.T) {
+	for _, maxLen := range []int{1, 2, 17} {
+		cfg := DefaultConfig(ArchLM, 7, maxLen)
+		cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 8, 2, 2, 16, layers.InitTorch
+		m, am := newTestModel(t, cfg)
+		gen, err := NewGenerator(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dc := range decodeCases {
+			want, err := Generate(am, cfg, []int{2}, 24, dc.s, -1, rand.New(rand.NewPCG(3, 4)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := gen.Generate(nil, []int{2}, 24, dc.s, -1, rand.New(rand.NewPCG(3, 4)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("max_len %d, %s: cached %v, uncached %v", maxLen, dc.name, got, want)
+			}
+		}
 	}
 }

@@ -89,9 +89,14 @@ func (b *DecoderBlock) Forward(g *autodiff.Graph, x, mem *autodiff.Node) *autodi
 // XAttn.KeysValues). It returns the new states and the self-attention's keys and values
 // of all offset+Tn positions, the cache for the next step.
 func (b *DecoderBlock) Step(g *autodiff.Graph, x, cacheK, cacheV, memK, memV *autodiff.Node, offset int) (y, k, v *autodiff.Node) {
+	return b.StepWith(g, x, cacheK, cacheV, memK, memV, layers.AttendOptions{Offset: offset})
+}
+
+// StepWith is Step with the self-attention's options (layers.Block.StepWith).
+func (b *DecoderBlock) StepWith(g *autodiff.Graph, x, cacheK, cacheV, memK, memV *autodiff.Node, opt layers.AttendOptions) (y, k, v *autodiff.Node) {
 	self := func(h *autodiff.Node) *autodiff.Node {
-		k, v = b.Attn.AppendKeysValues(g, h, cacheK, cacheV, offset)
-		return b.Attn.AttendKV(g, h, k, v, layers.AttendOptions{Offset: offset})
+		k, v = b.Attn.AppendKeysValuesWith(g, h, cacheK, cacheV, opt)
+		return b.Attn.AttendKV(g, h, k, v, opt)
 	}
 	cross := func(h *autodiff.Node) *autodiff.Node {
 		return b.XAttn.AttendKV(g, h, memK, memV, layers.AttendOptions{})

@@ -9,7 +9,10 @@
 // training graph; its inputs are InputIDs, InputTargets and, for encdec, InputSource.
 //
 // Generation: Generate and GenerateFromSource recompute the whole context at every step;
-// a Generator decodes the same tokens with a key/value cache, running
-// Model.StepBuilder's graph on the new token only (and, for encdec, encoding the source
-// once with Model.EncoderBuilder).
+// a Generator decodes the same tokens with a key/value cache: Model.StepBuilder's graph
+// runs the prompt (and the window recomputed once the context slides past MaxLen), and
+// Model.WindowStepBuilder's runs each new token over a cache of fixed capacity (15, 31,
+// ..., MaxLen−1 positions), so that the cache's memory is bounded and one compiled graph
+// serves every token that fits a capacity (for encdec, the source is encoded once with
+// Model.EncoderBuilder).
 package transformer

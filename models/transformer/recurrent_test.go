@@ -155,7 +155,8 @@ func TestRecurrentEncDec(t *testing.T) {
 // TestRecurrentStateConstant checks that the state a random-feature LM keeps while
 // generating is the same size after 10 and after 1000 tokens (rotary positions: the
 // state runs past MaxLen = 8 without re-priming), Layers·Heads·m·(DHead+1) values, while
-// an exact model's key/value cache grows with the tokens (10 against 100).
+// an exact model's key/value cache has the capacity of its context, 2·Layers·C·Dim values
+// for C = 15 after 10 tokens (11 in the cache) and C = 127 after 100.
 func TestRecurrentStateConstant(t *testing.T) {
 	cfg := rfTestConfig(ArchLM, 8, layers.PositionsRotary)
 	gen, err := NewGenerator(newModelDtype(t, cfg, autodiff.Float32))
@@ -180,8 +181,9 @@ func TestRecurrentStateConstant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if x10, x100 := held(xgen, 10), held(xgen, 100); x100 <= x10 {
-		t.Errorf("exact key/value cache after 10 tokens %d values, after 100 %d; want growth", x10, x100)
+	w10, w100 := 2*exact.Layers*15*exact.Dim, 2*exact.Layers*127*exact.Dim
+	if x10, x100 := held(xgen, 10), held(xgen, 100); x10 != w10 || x100 != w100 {
+		t.Errorf("exact key/value cache after 10 tokens %d values, after 100 %d; want %d and %d", x10, x100, w10, w100)
 	}
 }
 
