@@ -83,6 +83,11 @@ type TiledOptions struct {
 	// [B, Tq, H·dv], head j in feature columns j·d..(j+1)·d−1 (Attention's layout, no head
 	// split or merge copies); N = B·H in the shapes above.
 	HeadsInFeatures bool
+	// Dropout p drops the weights in training, each with probability p, the kept ones
+	// scaled by 1/(1−p) and the normalisation using the undropped weights
+	// (AttentionDropout's rule and mask); 0: none, and none in evaluation. KernelAttention
+	// only: TiledLocalMean refuses it in training.
+	Dropout float64
 }
 
 // Tile sizes of TiledLocalMean: query rows per block and keys per tile.
@@ -107,6 +112,9 @@ func (g *Graph) TiledLocalMean(kern PairKernel, q, k, v *Node, opt TiledOptions)
 	spec, inputs, ok := g.pairInputs("TiledLocalMean", kern, q, k, v, opt)
 	if !ok {
 		return nil
+	}
+	if opt.Dropout > 0 && g.Training() {
+		return g.failf("TiledLocalMean: Dropout = %g: the tiled local mean does not drop its weights (KernelAttention and LocalMeanDropout do)", opt.Dropout)
 	}
 	return g.applyFused(&tiledKernel{pairSpec: spec}, inputs...)
 }
@@ -143,6 +151,9 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 	}
 	if kern == nil {
 		return fail("nil kernel")
+	}
+	if !(opt.Dropout >= 0 && opt.Dropout < 1) {
+		return fail("Dropout = %g, want 0 ≤ p < 1", opt.Dropout)
 	}
 	qs, ks, vs := q.n.Shape(), k.n.Shape(), v.n.Shape()
 	if qs.Dims() != 3 || ks.Dims() != 3 || vs.Dims() != 3 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] || ks[1] != vs[1] {
