@@ -75,6 +75,16 @@ func (k *kernelAttentionDropout) hashAttrs() string {
 	return fmt.Sprintf("%s{p=%g}", k.kernelAttention.hashAttrs(), k.drop.p)
 }
 
+// tiledKernelDropout is TiledLocalMean's op with Dropout, in training: tiledKernel with
+// its drop set. It is impure: two never merge.
+type tiledKernelDropout struct{ *tiledKernel }
+
+func (k *tiledKernelDropout) impure()        {}
+func (k *tiledKernelDropout) opName() string { return "TiledLocalMeanDropout" }
+func (k *tiledKernelDropout) hashAttrs() string {
+	return fmt.Sprintf("%s{p=%g}", k.tiledKernel.hashAttrs(), k.drop.p)
+}
+
 // undropped returns the op that a dropout op wraps (its weights are that op's, before
 // dropout), or k itself.
 func undropped(k fusedKernel) fusedKernel {
@@ -252,6 +262,61 @@ func dropGradBlock[T float](f *fusedDrop, dst, a, ph []T, base, tk, r0, r1, clo,
 			} else {
 				drow[j], arow[j] = 0, 0
 			}
+		}
+	}
+}
+
+// dropTile applies the dropout to a tile of TiledLocalMean's weights x (rows tileKeys
+// apart: queries r0..r0+rb−1, keys c0..c0+w−1 of the problem whose weights start at flat
+// index base) in place: the kept ones scaled by 1/(1−p), the dropped ones zeroed.
+func dropTile[T float](f *fusedDrop, x []T, base, tk, r0, rb, c0, w int) {
+	scale := T(1 / (1 - f.p))
+	for i := range rb {
+		row := x[i*tileKeys : i*tileKeys+w]
+		i0 := base + (r0+i)*tk + c0
+		for j := range row {
+			if f.mask.keep(i0 + j) {
+				row[j] *= scale
+			} else {
+				row[j] = 0
+			}
+		}
+	}
+}
+
+// tileFactors writes dropTile's factors, keep/(1−p) or 0, into keep in the tile's layout.
+func tileFactors[T float](f *fusedDrop, keep []T, base, tk, r0, rb, c0, w int) {
+	scale := T(1 / (1 - f.p))
+	for i := range rb {
+		row := keep[i*tileKeys : i*tileKeys+w]
+		i0 := base + (r0+i)*tk + c0
+		for j := range row {
+			if f.mask.keep(i0 + j) {
+				row[j] = scale
+			} else {
+				row[j] = 0
+			}
+		}
+	}
+}
+
+// transposeTileScaled is transposeTile of src ⊙ f: dst[j·tileRows + i] =
+// src[i·tileKeys + j]·f[i·tileKeys + j].
+func transposeTileScaled[T float](src, f, dst []T, rows, cols int) {
+	for i := range rows {
+		fr := f[i*tileKeys : i*tileKeys+cols]
+		for j, x := range src[i*tileKeys : i*tileKeys+cols] {
+			dst[j*tileRows+i] = x * fr[j]
+		}
+	}
+}
+
+// scaleTile multiplies the tile x by f elementwise (rows tileKeys apart).
+func scaleTile[T float](x, f []T, rows, cols int) {
+	for i := range rows {
+		fr := f[i*tileKeys : i*tileKeys+cols]
+		for j := range x[i*tileKeys : i*tileKeys+cols] {
+			x[i*tileKeys+j] *= fr[j]
 		}
 	}
 }

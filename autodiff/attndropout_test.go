@@ -142,8 +142,9 @@ func attnDropInputs(rng *rand.Rand, b, tq, tk, heads, dk, dv int, keys bool) (pa
 
 // TestAttentionDropoutGradients gradient-checks AttentionDropout in training (float64,
 // the mask a function of the generator's draw, which the check replays) under every
-// mask case of Attention, and KernelAttention with Dropout on both layouts, with
-// bandwidths per head and per query, a bias table, padding and a mixture's parameters.
+// mask case of Attention, and KernelAttention and TiledLocalMean with Dropout on both
+// layouts, with bandwidths per head and per query, a bias table, padding and a
+// mixture's parameters.
 func TestAttentionDropoutGradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(41, 1))
 	for _, c := range attnCases() {
@@ -170,9 +171,10 @@ func TestAttentionDropoutGradients(t *testing.T) {
 				return op(g, kern, q, k, v, opt)
 			}
 		}
-		op := drop((*Graph).KernelAttention)
-		checkOp(t, "KernelAttention dropout "+c.name, params, inputs, c.buildWith(op), GradCheck{MaxPerTensor: 25, RTol: 1e-5, ATol: 1e-7, Train: true})
-		checkOp(t, "KernelAttention dropout "+c.name+"/features", params, inputs, c.buildInFeaturesWith(op), GradCheck{MaxPerTensor: 10, RTol: 1e-5, ATol: 1e-7, Train: true})
+		for name, op := range map[string]pairOp{"KernelAttention": drop((*Graph).KernelAttention), "TiledLocalMean": drop((*Graph).TiledLocalMean)} {
+			checkOp(t, name+" dropout "+c.name, params, inputs, c.buildWith(op), GradCheck{MaxPerTensor: 25, RTol: 1e-5, ATol: 1e-7, Train: true})
+			checkOp(t, name+" dropout "+c.name+"/features", params, inputs, c.buildInFeaturesWith(op), GradCheck{MaxPerTensor: 10, RTol: 1e-5, ATol: 1e-7, Train: true})
+		}
 	}
 }
 
@@ -445,4 +447,49 @@ func TestAttentionDropoutZero(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTiledDropoutMatchesKernelAttention: with Dropout, in training, TiledLocalMean
+// computes what KernelAttention computes from the same draw (the same mask, regenerated
+// tile by tile), output and every gradient, on both layouts, for every case of the tiled
+// tests (every kernel and mask, several tiles), in float64 and float32 (the float32
+// rows of the kernels and mixtures).
+func TestTiledDropoutMatchesKernelAttention(t *testing.T) {
+	drop := func(op pairOp) pairOp {
+		return func(g *Graph, kern PairKernel, q, k, v *Node, opt TiledOptions) *Node {
+			opt.Dropout = 0.3
+			return op(g, kern, q, k, v, opt)
+		}
+	}
+	for _, c := range tiledCases {
+		params, inputs := c.tensors(5)
+		for _, dt := range []Dtype{Float64, Float32} {
+			tol := 1e-10
+			if dt == Float32 {
+				tol = 1e-4
+			}
+			for layout, build := range map[string]func(pairOp) func(*Graph, map[string]*Node) *Node{"split": c.buildWith, "features": c.buildInFeaturesWith} {
+				ow, gw := runTrainGrads(t, dt, params, inputs, build(drop((*Graph).KernelAttention)), 31)
+				og, gg := runTrainGrads(t, dt, params, inputs, build(drop((*Graph).TiledLocalMean)), 31)
+				name := fmt.Sprintf("%s %v %s", c.name, dt, layout)
+				if d := maxDiff(og, ow); !(d <= tol) {
+					t.Errorf("%s: output differs from KernelAttention's by %g", name, d)
+				}
+				for n := range gw {
+					if d := maxDiff(gg[n], gw[n]); !(d <= tol) {
+						t.Errorf("%s: gradient of %s differs from KernelAttention's by %g", name, n, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// maxDiff returns the largest |a−b| relative to 1 + the largest |b|.
+func maxDiff(a, b []float64) float64 {
+	var d, m float64
+	for i := range b {
+		d, m = math.Max(d, math.Abs(a[i]-b[i])), math.Max(m, math.Abs(b[i]))
+	}
+	return d / (1 + m)
 }

@@ -38,11 +38,10 @@ type AttentionConfig struct {
 
 	// Dropout p drops the local mean's weights in training, each with probability p, the
 	// kept ones scaled by 1/(1−p), the normalisation using the undropped weights (GPT-2's
-	// attention dropout); 0: none. The layer keeps its path: the fused ops drop inside
-	// (autodiff's AttentionDropout, KernelAttention with Dropout), the general path
-	// through LocalMeanDropout; in training it keeps its weights rather than tiling
-	// (the tiled local mean does not drop). Random-feature attention has no weights,
-	// and refuses it.
+	// attention dropout); 0: none. The layer keeps its path, tiled or not: the fused ops
+	// drop inside (autodiff's AttentionDropout, KernelAttention and TiledLocalMean with
+	// Dropout), the general path through LocalMeanDropout. Random-feature attention has
+	// no weights, and refuses it.
 	Dropout float64
 }
 
@@ -89,9 +88,9 @@ func (t *Tiling) UnmarshalText(b []byte) (err error) {
 
 // tiles reports whether a call over tk keys takes the tiled local mean. A graph that taps
 // the local-mean weights (autodiff.Graph.Tapping: inspect -attention) keeps them, whatever
-// the tiling, and so does a layer that drops its weights, in training (dropsWeights).
+// the tiling.
 func (a *KernelAttention) tiles(g *autodiff.Graph, tk int) bool {
-	if g.Tapping() || a.dropsWeights(g) {
+	if g.Tapping() {
 		return false
 	}
 	switch a.cfg.Tiling {
@@ -266,12 +265,6 @@ func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt A
 	}
 	k, v := a.KeysValues(g, mem, 0)
 	return a.AttendKV(g, x, k, v, opt)
-}
-
-// dropsWeights reports whether the layer drops its weights in this graph (Dropout, in
-// training): then it does not tile.
-func (a *KernelAttention) dropsWeights(g *autodiff.Graph) bool {
-	return a.cfg.Dropout > 0 && g != nil && g.Training()
 }
 
 // standard reports whether the layer is plain scaled dot-product attention (the
