@@ -147,8 +147,7 @@ func runDropPath(t *testing.T, dt autodiff.Dtype, cfg AttentionConfig, x, mem *t
 
 // TestAttentionDropoutFusedMatchesGeneral: in training with Dropout, a layer whose kernel
 // the fused ops evaluate keeps its fused path (AttentionDropout for standard attention,
-// KernelAttention with Dropout otherwise, on either layout, untiled even where it would
-// tile) and computes what the general path (scores, then LocalMeanDropout) computes
+// KernelAttention or TiledLocalMean with Dropout otherwise, on either layout) and computes what the general path (scores, then LocalMeanDropout) computes
 // with the same generator: the same masks, so the same output and gradients up to
 // round-off, in float64 and float32; and not what it computes without dropout.
 func TestAttentionDropoutFusedMatchesGeneral(t *testing.T) {
@@ -203,7 +202,8 @@ func TestAttentionDropoutFusedMatchesGeneral(t *testing.T) {
 // TestAttentionDropoutKeepsFusedPath: a training step with attention dropout allocates
 // about what the same step without dropout allocates, less than one more [B, H, T, T]
 // array, where the general path (scores, weights, dropped weights and the scores'
-// gradient) allocates several: the fused ops drop inside.
+// gradient) allocates several: the fused ops drop inside, the tiled one too (which
+// holds no such array).
 func TestAttentionDropoutKeepsFusedPath(t *testing.T) {
 	const b, heads, T = 2, 2, 256
 	x := randDense(rand.New(rand.NewPCG(3, 4)), 1, b, T, 8)
@@ -229,11 +229,13 @@ func TestAttentionDropoutKeepsFusedPath(t *testing.T) {
 	for _, cfg := range []AttentionConfig{
 		{Dim: 8, Heads: heads, Causal: true},
 		{Dim: 8, Heads: heads, Causal: true, Kernel: Gaussian{}, Bandwidth: BandwidthConfig{Mode: BandwidthHead}},
+		{Dim: 8, Heads: heads, Causal: true, Kernel: Gaussian{}, Tiling: TilingAlways},
 	} {
 		name := "exponential"
 		if cfg.Kernel != nil {
 			name = cfg.Kernel.Name()
 		}
+		name += "/" + cfg.Tiling.String()
 		plain := step(cfg, false)
 		cfg.Dropout = 0.2
 		fused, general := step(cfg, false), step(cfg, true)
