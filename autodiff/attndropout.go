@@ -160,7 +160,8 @@ func (k *localMeanDropoutKernel) backward(wrt int, in []*tensor.Dense, _, gout, 
 }
 
 // dropMask is the dropout mask of one forward pass of an op that drops its weights
-// (LocalMeanDropout, AttentionDropout, KernelAttention with Dropout): the weight at flat
+// (LocalMeanDropout, AttentionDropout, KernelAttention and TiledLocalMean with
+// Dropout): the weight at flat
 // index i of the op's [N, Tq, Tk] weights (problem n = b·H + h, query t, key s: i =
 // (n·Tq + t)·Tk + s) is kept when the counter-based hash of (seed, i) is at least
 // threshold, with probability 1−p, independently per weight. The ops draw seed from the
@@ -216,12 +217,13 @@ func mix64(x uint64) uint64 {
 }
 
 // fusedDrop is the dropout on the weights of a fused attention op (AttentionDropout,
-// KernelAttention with Dropout), which keeps the undropped weights P for its backward
-// pass and regenerates the mask there: per block of query rows, the forward product
-// reads the dropped weights D = P ⊙ keep/(1−p) from a scratch block, and the backward
-// pass takes dV = Dᵀ·dM and, since m_t = Σ_s D_ts v_s still gives δ_t = dm_t·m_t =
-// Σ_s P_ts (keep_ts/(1−p))·a_ts with A = dM·Vᵀ, the score gradients
-// P ⊙ (A ⊙ keep/(1−p) − δ): the undropped op's, from the masked A.
+// KernelAttention and TiledLocalMean with Dropout), which regenerates the mask in its
+// backward pass. Per block of query rows (per tile, where the weights are recomputed)
+// the forward product reads the dropped weights D = P ⊙ keep/(1−p), the normalisation
+// having summed the undropped P. The backward pass takes dV = Dᵀ·dM and, since
+// m_t = Σ_s D_ts v_s still gives δ_t = dm_t·m_t = Σ_s P_ts (keep_ts/(1−p))·a_ts with
+// A = dM·Vᵀ, the score gradients P ⊙ (A ⊙ keep/(1−p) − δ): the undropped op's, from
+// the masked A.
 type fusedDrop struct {
 	p    float64
 	rng  *rand.Rand

@@ -85,8 +85,7 @@ type TiledOptions struct {
 	HeadsInFeatures bool
 	// Dropout p drops the weights in training, each with probability p, the kept ones
 	// scaled by 1/(1−p) and the normalisation using the undropped weights
-	// (AttentionDropout's rule and mask); 0: none, and none in evaluation. KernelAttention
-	// only: TiledLocalMean refuses it in training.
+	// (AttentionDropout's rule and mask); 0: none, and none in evaluation.
 	Dropout float64
 }
 

@@ -246,9 +246,9 @@ func (c Config) Validate() error {
 // of the token and position embeddings, to the attention weights (not with random
 // features, which have none) and to the output of each residual branch, after the
 // attention's output map and after the feed-forward layer. The attention weights are
-// dropped inside the fused attention ops (autodiff's AttentionDropout, KernelAttention),
-// so a model with dropout trains on the same path as one without (untiled); evaluation
-// and generation compute without dropout.
+// dropped inside the fused attention ops (autodiff's AttentionDropout, KernelAttention,
+// TiledLocalMean), so a model with dropout trains on the same path as one without;
+// evaluation and generation compute without dropout.
 //
 // An encoder–decoder (Arch "encdec") shares tok_emb and pos_emb between its two halves;
 // its encoder is enc.blocks.N (bidirectional Blocks) and enc.ln_f, its decoder
