@@ -160,7 +160,7 @@ func TestAttentionDropoutGradients(t *testing.T) {
 	}
 	for _, c := range tiledCases {
 		switch c.name {
-		case "expCausalBias", "gaussPadHollow", "epanOffset", "laplaceCausalRowsBias", "mixLaplaceEpanExpPadBias", "gaussHeadsCausalBias":
+		case "expCausalBias", "gaussPadHollow", "laplaceCausalRowsBias", "mixLaplaceEpanExpPadBias", "gaussHeadsCausalBias":
 		default:
 			continue
 		}
@@ -172,8 +172,8 @@ func TestAttentionDropoutGradients(t *testing.T) {
 			}
 		}
 		for name, op := range map[string]pairOp{"KernelAttention": drop((*Graph).KernelAttention), "TiledLocalMean": drop((*Graph).TiledLocalMean)} {
-			checkOp(t, name+" dropout "+c.name, params, inputs, c.buildWith(op), GradCheck{MaxPerTensor: 25, RTol: 1e-5, ATol: 1e-7, Train: true})
-			checkOp(t, name+" dropout "+c.name+"/features", params, inputs, c.buildInFeaturesWith(op), GradCheck{MaxPerTensor: 10, RTol: 1e-5, ATol: 1e-7, Train: true})
+			checkOp(t, name+" dropout "+c.name, params, inputs, c.buildWith(op), GradCheck{MaxPerTensor: 12, RTol: 1e-5, ATol: 1e-7, Train: true})
+			checkOp(t, name+" dropout "+c.name+"/features", params, inputs, c.buildInFeaturesWith(op), GradCheck{MaxPerTensor: 6, RTol: 1e-5, ATol: 1e-7, Train: true})
 		}
 	}
 }
