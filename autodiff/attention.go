@@ -26,6 +26,11 @@ import (
 // computes only the key blocks the mask leaves visible, runs its products on the packed
 // sgemm and runs batch × heads in parallel; the weights are kept for the backward pass.
 func (g *Graph) Attention(q, k, v, keyMask *Node, heads int, scale float64, mask Mask) *Node {
+	return g.attention(q, k, v, keyMask, heads, scale, mask, nil)
+}
+
+// attention is Attention, or AttentionDropout's op when drop is not nil.
+func (g *Graph) attention(q, k, v, keyMask *Node, heads int, scale float64, mask Mask, drop *fusedDrop) *Node {
 	if !g.ok("Attention", q, k, v) {
 		return nil
 	}
@@ -42,9 +47,13 @@ func (g *Graph) Attention(q, k, v, keyMask *Node, heads int, scale float64, mask
 	if mask.Window < 0 {
 		return g.failf("Attention: negative window %d", mask.Window)
 	}
-	kern := &attentionKernel{heads: heads, scale: scale, mask: mask}
+	kern := &attentionKernel{heads: heads, scale: scale, mask: mask, drop: drop}
+	var op fusedKernel = kern
+	if drop != nil {
+		op = &attentionDropoutKernel{kern}
+	}
 	if keyMask == nil {
-		return g.applyFused(kern, q, k, v)
+		return g.applyFused(op, q, k, v)
 	}
 	if !g.ok("Attention", keyMask) {
 		return nil
@@ -53,7 +62,7 @@ func (g *Graph) Attention(q, k, v, keyMask *Node, heads int, scale float64, mask
 		return g.failf("Attention: key mask %v, want [%d, %d]", ms, qs[0], ks[1])
 	}
 	kern.keyMasked, kern.keyMask = true, keyMask
-	return g.applyFused(kern, q, k, v, keyMask)
+	return g.applyFused(op, q, k, v, keyMask)
 }
 
 type attentionKernel struct {
@@ -61,9 +70,10 @@ type attentionKernel struct {
 	scale     float64
 	mask      Mask
 	keyMasked bool
-	keyMask   *Node // the key mask input, for LocalMeanWeights
-	// Weights of the last forward pass, [B, H, Tq, Tk]; only the key blocks that keyRange
-	// leaves visible are written and read.
+	keyMask   *Node      // the key mask input, for LocalMeanWeights
+	drop      *fusedDrop // AttentionDropout's; nil: none
+	// Weights of the last forward pass, [B, H, Tq, Tk], undropped; only the key blocks
+	// that keyRange leaves visible are written and read.
 	p32 []float32
 	p64 []float64
 	// Gradients of q, k and v computed ahead by the first backward call of a pass (gradGen
@@ -105,6 +115,9 @@ func (k *attentionKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	d := k.dims(in)
 	n := d.b * d.h * d.tq * d.tk
 	k.gen++
+	if k.drop != nil {
+		k.drop.draw()
+	}
 	switch in[0].Dtype() {
 	case Float32:
 		q := in[0].Float32s()
@@ -137,6 +150,11 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk,
 		ldt := headStride(d.tk)
 		kt := getScratch[T](d.dk * ldt)
 		defer putScratch(kt)
+		var dw *[]T // AttentionDropout's dropped weights of a block
+		if k.drop != nil {
+			dw = getScratch[T](rowBlock * d.tk)
+			defer putScratch(dw)
+		}
 		for pair := lo; pair < hi; pair++ {
 			b, h := pair/d.h, pair%d.h
 			qh := q[b*d.tq*dq+h*d.dk:]
@@ -163,6 +181,11 @@ func attnForward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk,
 				for t := r0; t < r1; t++ {
 					row := ph[t*d.tk : (t+1)*d.tk]
 					softmaxVisible(row, row, kmb, k.mask, t, clo, chi)
+				}
+				if dw != nil {
+					dropBlock(k.drop, *dw, ph, pair*d.tq*d.tk, d.tk, r0, r1, clo, chi)
+					mm(false, false, r1-r0, d.dv, chi-clo, 1, *dw, chi-clo, vh[clo*dvw:], dvw, 0, oh[r0*dvw:], dvw)
+					continue
 				}
 				mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, vh[clo*dvw:], dvw, 0, oh[r0*dvw:], dvw)
 			}
@@ -276,6 +299,11 @@ func attnBackward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk
 		defer putScratch(vt)
 		ds := getScratch[T](rowBlock * d.tk)
 		defer putScratch(ds)
+		var dw *[]T // AttentionDropout's dropped weights of a block
+		if k.drop != nil {
+			dw = getScratch[T](rowBlock * d.tk)
+			defer putScratch(dw)
+		}
 		for pair := lo; pair < hi; pair++ {
 			b, h := pair/d.h, pair%d.h
 			qh, kh := q[b*d.tq*dq+h*d.dk:], kk[b*d.tk*dq+h*d.dk:]
@@ -299,11 +327,18 @@ func attnBackward[T float](k *attentionKernel, d attnDims, mm gemmFunc[T], q, kk
 				}
 				w := chi - clo
 				prefetchRows(oh[r0*dvw:], rb, d.dv, dvw) // the block's outputs, read cold for δ
-				// dV[clo:chi] += P[r0:r1, clo:chi]ᵀ·G[r0:r1]
-				mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, gh[r0*dvw:], dvw, 1, dvh[clo*dvw:], dvw)
-				// dS = G[r0:r1]·V[clo:chi]ᵀ, then scale·P ⊙ (dS − δ) row by row
 				c := (*ds)[:rb*w]
-				mm(false, false, rb, w, d.dv, 1, gh[r0*dvw:], dvw, (*vt)[clo:], ldt, 0, c, w)
+				if dw != nil {
+					// With dropout (fusedDrop): dS = G·Vᵀ ⊙ keep/(1−p), dV += Dᵀ·G.
+					mm(false, false, rb, w, d.dv, 1, gh[r0*dvw:], dvw, (*vt)[clo:], ldt, 0, c, w)
+					dropGradBlock(k.drop, *dw, c, ph, pair*d.tq*d.tk, d.tk, r0, r1, clo, chi)
+					mm(true, false, w, d.dv, rb, 1, *dw, w, gh[r0*dvw:], dvw, 1, dvh[clo*dvw:], dvw)
+				} else {
+					// dV[clo:chi] += P[r0:r1, clo:chi]ᵀ·G[r0:r1]
+					mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, gh[r0*dvw:], dvw, 1, dvh[clo*dvw:], dvw)
+					// dS = G[r0:r1]·V[clo:chi]ᵀ, then scale·P ⊙ (dS − δ) row by row
+					mm(false, false, rb, w, d.dv, 1, gh[r0*dvw:], dvw, (*vt)[clo:], ldt, 0, c, w)
+				}
 				for i := range rb {
 					t := r0 + i
 					delta := dotRow(gh[t*dvw:t*dvw+d.dv], oh[t*dvw:t*dvw+d.dv])

@@ -16,13 +16,24 @@ import (
 // masked normalisation, and one product with the values. The N·Tq·Tk weights and dot
 // products are kept for the backward pass, which makes it faster than TiledLocalMean's
 // recomputation at short and moderate lengths, at O(N·Tq·Tk) memory; LocalMeanWeights
-// reads its weights. Gradients flow to q, k, v, the bandwidth node and the bias table.
+// reads its weights (undropped). Gradients flow to q, k, v, the bandwidth node and the
+// bias table. With opt.Dropout p > 0, in training, it drops its weights as
+// AttentionDropout does (the same rule and mask), still in one op.
 func (g *Graph) KernelAttention(kern PairKernel, q, k, v *Node, opt TiledOptions) *Node {
 	spec, inputs, ok := g.pairInputs("KernelAttention", kern, q, k, v, opt)
 	if !ok {
 		return nil
 	}
-	return g.applyFused(&kernelAttention{pairSpec: spec, keyMask: opt.KeyMask}, inputs...)
+	ka := &kernelAttention{pairSpec: spec, keyMask: opt.KeyMask}
+	if opt.Dropout == 0 || !g.Training() {
+		return g.applyFused(ka, inputs...)
+	}
+	if g.rng == nil {
+		return g.failf("KernelAttention: Dropout = %g, but the graph has no random generator", opt.Dropout)
+	}
+	g.usesRNG = true
+	ka.drop = &fusedDrop{p: opt.Dropout, rng: g.rng}
+	return g.applyFused(&kernelAttentionDropout{ka}, inputs...)
 }
 
 // DirectPairKernel is a PairKernel that also gives its values K = exp(score) directly,
@@ -39,8 +50,9 @@ type DirectPairKernel interface {
 
 type kernelAttention struct {
 	pairSpec
-	keyMask *Node // the key mask input, for LocalMeanWeights
-	// The weights [N, Tq, Tk] of the last forward pass and, when the kernel reads them,
+	keyMask *Node      // the key mask input, for LocalMeanWeights
+	drop    *fusedDrop // with Dropout, in training; nil: none
+	// The (undropped) weights [N, Tq, Tk] of the last forward pass and, when the kernel reads them,
 	// the dot products q·k (on rows32, the terms the kernel reads: the dot products or
 	// the squared distances); only the key blocks that keyRange leaves visible are
 	// written.
@@ -91,6 +103,9 @@ func (k *kernelAttention) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	n := d.n * d.tq * d.tk
 	dots := k.useDot || k.useDist
 	k.gen++
+	if k.drop != nil {
+		k.drop.draw()
+	}
 	switch in[0].Dtype() {
 	case Float32:
 		k.p32 = resized(k.p32, n)
@@ -136,6 +151,11 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 			kt = getScratch[T](d.d * ldt)
 			defer putScratch(kt)
 		}
+		var dw *[]T // the dropped weights of a block, with dropout
+		if k.drop != nil {
+			dw = getScratch[T](rowBlock * d.tk)
+			defer putScratch(dw)
+		}
 		var pr problem[T] // one per worker: the row evaluators take its address
 		for pi := plo; pi < phi; pi++ {
 			pr = tiledProblem(&k.pairSpec, d, a, pi)
@@ -165,6 +185,11 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 					bw.weightsBlock(&pr, ph, dh, r0, r1, clo, chi)
 				} else {
 					weightRows(rw, k.mask, &pr, ph, dh, d.tk, r0, r1, clo, chi)
+				}
+				if dw != nil {
+					dropBlock(k.drop, *dw, ph, pi*d.tq*d.tk, d.tk, r0, r1, clo, chi)
+					mm(false, false, r1-r0, d.dv, chi-clo, 1, *dw, chi-clo, pr.v[clo*d.lv:], d.lv, 0, op[r0*d.lv:], d.lv)
+					continue
 				}
 				mm(false, false, r1-r0, d.dv, chi-clo, 1, ph[r0*d.tk+clo:], d.tk, pr.v[clo*d.lv:], d.lv, 0, op[r0*d.lv:], d.lv)
 			}
@@ -239,6 +264,11 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 			vt = getScratch[T](d.dv * ldt)
 			defer putScratch(vt)
 		}
+		var dw *[]T // the dropped weights of a block, with dropout
+		if k.drop != nil {
+			dw = getScratch[T](rowBlock * d.tk)
+			defer putScratch(dw)
+		}
 		var pr problem[T] // one per worker: the row evaluators take its address
 		for pi := plo; pi < phi; pi++ {
 			pr = tiledProblem(&k.pairSpec, d, a, pi)
@@ -270,12 +300,26 @@ func kattnBackward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a t
 				if needScores { // the block's local means, read cold for δ
 					prefetchRows(op[r0*d.lv:], rb, d.dv, d.lv)
 				}
-				// dV[clo:chi] += W[r0:r1, clo:chi]ᵀ·dm[r0:r1]
-				mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, dmp[r0*d.lv:], d.lv, 1, dv[clo*d.lv:], d.lv)
-				if !needScores {
-					continue
+				if dw != nil {
+					// With dropout (fusedDrop): dm·vᵀ ⊙ keep/(1−p), and dV += Dᵀ·dm.
+					if needScores {
+						mm(false, false, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, (*vt)[clo:], ldt, 0, c, w)
+						dropGradBlock(k.drop, *dw, c, ph, pi*d.tq*d.tk, d.tk, r0, r1, clo, chi)
+					} else {
+						dropBlock(k.drop, *dw, ph, pi*d.tq*d.tk, d.tk, r0, r1, clo, chi)
+					}
+					mm(true, false, w, d.dv, rb, 1, *dw, w, dmp[r0*d.lv:], d.lv, 1, dv[clo*d.lv:], d.lv)
+					if !needScores {
+						continue
+					}
+				} else {
+					// dV[clo:chi] += W[r0:r1, clo:chi]ᵀ·dm[r0:r1]
+					mm(true, false, w, d.dv, rb, 1, ph[r0*d.tk+clo:], d.tk, dmp[r0*d.lv:], d.lv, 1, dv[clo*d.lv:], d.lv)
+					if !needScores {
+						continue
+					}
+					mm(false, false, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, (*vt)[clo:], ldt, 0, c, w) // dm·vᵀ
 				}
-				mm(false, false, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, (*vt)[clo:], ldt, 0, c, w) // dm·vᵀ
 				// Each row's δ, and 0 outside its visible keys.
 				for i := range rb {
 					t := r0 + i

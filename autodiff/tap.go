@@ -52,7 +52,7 @@ func (g *Graph) LocalMeanWeights(m *Node) (weights, visible *Node) {
 	}
 	src := weightSource{op: op}
 	var keyMask *Node
-	switch k := op.k.(type) {
+	switch k := undropped(op.k).(type) {
 	case *localMeanKernel:
 		src.mask, src.keyMasked, keyMask = k.mask, k.keyMasked, k.keyMask
 		src.shape = op.inShapes[0].Clone()
@@ -136,7 +136,7 @@ func (k *weightsKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	}
 	var w32 []float32
 	var w64 []float64
-	switch s := k.src.op.k.(type) {
+	switch s := undropped(k.src.op.k).(type) {
 	case *localMeanKernel:
 		w32, w64 = s.w32, s.w64
 	case *attentionKernel:

@@ -83,6 +83,10 @@ type TiledOptions struct {
 	// [B, Tq, H·dv], head j in feature columns j·d..(j+1)·d−1 (Attention's layout, no head
 	// split or merge copies); N = B·H in the shapes above.
 	HeadsInFeatures bool
+	// Dropout p drops the weights in training, each with probability p, the kept ones
+	// scaled by 1/(1−p) and the normalisation using the undropped weights
+	// (AttentionDropout's rule and mask); 0: none, and none in evaluation.
+	Dropout float64
 }
 
 // Tile sizes of TiledLocalMean: query rows per block and keys per tile.
@@ -102,13 +106,24 @@ const (
 // query, and recomputes each tile's weights in the backward pass, so it never holds the
 // N·Tq·Tk weights; tiles that the mask hides entirely (causal, window) are skipped, so a
 // window of w keys costs O(T·w). Gradients flow to q, k, v, the bandwidth node and the
-// relative-bias table.
+// relative-bias table. With opt.Dropout p > 0, in training, it drops its weights as
+// AttentionDropout does (the same rule and mask), regenerating the mask tile by tile in
+// the backward pass.
 func (g *Graph) TiledLocalMean(kern PairKernel, q, k, v *Node, opt TiledOptions) *Node {
 	spec, inputs, ok := g.pairInputs("TiledLocalMean", kern, q, k, v, opt)
 	if !ok {
 		return nil
 	}
-	return g.applyFused(&tiledKernel{pairSpec: spec}, inputs...)
+	tk := &tiledKernel{pairSpec: spec}
+	if opt.Dropout == 0 || !g.Training() {
+		return g.applyFused(tk, inputs...)
+	}
+	if g.rng == nil {
+		return g.failf("TiledLocalMean: Dropout = %g, but the graph has no random generator", opt.Dropout)
+	}
+	g.usesRNG = true
+	tk.drop = &fusedDrop{p: opt.Dropout, rng: g.rng}
+	return g.applyFused(&tiledKernelDropout{tk}, inputs...)
 }
 
 // pairSpec is what TiledLocalMean and KernelAttention know of a call besides its
@@ -143,6 +158,9 @@ func (g *Graph) pairInputs(op string, kern PairKernel, q, k, v *Node, opt TiledO
 	}
 	if kern == nil {
 		return fail("nil kernel")
+	}
+	if !(opt.Dropout >= 0 && opt.Dropout < 1) {
+		return fail("Dropout = %g, want 0 ≤ p < 1", opt.Dropout)
 	}
 	qs, ks, vs := q.n.Shape(), k.n.Shape(), v.n.Shape()
 	if qs.Dims() != 3 || ks.Dims() != 3 || vs.Dims() != 3 || qs[0] != ks[0] || ks[0] != vs[0] || qs[2] != ks[2] || ks[1] != vs[1] {
@@ -244,7 +262,8 @@ type tiledKernel struct {
 	// lse holds each query's log-normaliser M + log ℓ from the last forward pass (−Inf
 	// for a query that sees nothing, NaN for a NaN row): O(N·Tq), all the backward pass
 	// keeps besides the inputs and the output.
-	lse []float64
+	lse  []float64
+	drop *fusedDrop // with Dropout, in training; nil: none
 	// Gradients of every input, computed together by the first backward call of a pass.
 	grads   []*tensor.Dense
 	gen     int
@@ -340,6 +359,9 @@ func (k *tiledKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		k.lse = make([]float64, d.n*d.tq)
 	}
 	k.gen++
+	if k.drop != nil {
+		k.drop.draw()
+	}
 	switch in[0].Dtype() {
 	case Float32:
 		tiledForward(k, d, gemm.Sgemm, tiledInputs[float32](&k.pairSpec, in), out.Float32s())
@@ -773,6 +795,9 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 						ell[i] += float64(expShiftSum(prow, 0))
 					}
 					if seen {
+						if k.drop != nil { // the sums ell keep the undropped weights
+							dropTile(k.drop, sc.p, p*d.tq*d.tk, d.tk, r0, rb, c0, w)
+						}
 						mm(false, false, rb, d.dv, w, 1, sc.p, tileKeys, pr.v[c0*d.lv:], d.lv, 1, acc, d.dv)
 					}
 				}
@@ -871,6 +896,10 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 		if r32 != nil && !k.useDot && !k.useDist {
 			zeros = make([]float32, tileKeys)
 		}
+		var keep []T // with dropout, a tile's factors keep/(1−p)
+		if k.drop != nil {
+			keep = make([]T, tileRows*tileKeys)
+		}
 		for p := plo; p < phi; p++ {
 			pr := tiledProblem(&k.pairSpec, d, a, p)
 			lse := k.lse[p*d.tq : (p+1)*d.tq]
@@ -941,9 +970,17 @@ func tiledBackward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiled
 					if !seen {
 						continue
 					}
-					transposeTile(sc.p, sc.t, rb, w)
+					if keep != nil { // dropout (fusedDrop): dv += Dᵀ·dm, and dm·vᵀ ⊙ keep/(1−p)
+						tileFactors(k.drop, keep, p*d.tq*d.tk, d.tk, r0, rb, c0, w)
+						transposeTileScaled(sc.p, keep, sc.t, rb, w)
+					} else {
+						transposeTile(sc.p, sc.t, rb, w)
+					}
 					mm(false, false, w, d.dv, rb, 1, sc.t, tileRows, dmp[r0*d.lv:], d.lv, 1, dv[c0*d.lv:], d.lv)
 					mm(false, true, rb, w, d.dv, 1, dmp[r0*d.lv:], d.lv, pr.v[c0*d.lv:], d.lv, 0, sc.c, tileKeys) // dm·vᵀ
+					if keep != nil {
+						scaleTile(sc.c, keep, rb, w)
+					}
 					needQK := k.useDot || k.useDist
 					for i := range rb {
 						t := r0 + i

@@ -37,10 +37,11 @@ type AttentionConfig struct {
 	RandomFeatureSeed uint64
 
 	// Dropout p drops the local mean's weights in training, each with probability p, the
-	// kept ones scaled by 1/(1−p) (GPT-2's attention dropout; autodiff's
-	// LocalMeanDropout); 0: none. In training such a layer computes its local mean on the
-	// general path (the scores, then the weights kept), whatever the kernel and tiling;
-	// random-feature attention has no weights, and refuses it.
+	// kept ones scaled by 1/(1−p), the normalisation using the undropped weights (GPT-2's
+	// attention dropout); 0: none. The layer keeps its path, tiled or not: the fused ops
+	// drop inside (autodiff's AttentionDropout, KernelAttention and TiledLocalMean with
+	// Dropout), the general path through LocalMeanDropout. Random-feature attention has
+	// no weights, and refuses it.
 	Dropout float64
 }
 
@@ -261,10 +262,6 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if a.dropsWeights(g) {
-		k, v := a.KeysValues(g, mem, 0)
-		return a.AttendKV(g, x, k, v, opt)
-	}
 	if a.cfg.RandomFeatures == 0 && a.inFeatures() {
 		return a.attendFused(g, x, mem, opt)
 	}
@@ -273,12 +270,6 @@ func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt A
 	}
 	k, v := a.KeysValues(g, mem, 0)
 	return a.AttendKV(g, x, k, v, opt)
-}
-
-// dropsWeights reports whether the layer drops its weights in this graph (Dropout, in
-// training), which takes the general path: scores, then LocalMeanDropout.
-func (a *KernelAttention) dropsWeights(g *autodiff.Graph) bool {
-	return a.cfg.Dropout > 0 && g != nil && g.Training()
 }
 
 // standard reports whether the layer is plain scaled dot-product attention (the
@@ -318,7 +309,7 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
 	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
 	if a.standard() && !a.tiles(g, ms[1]) {
-		m := g.Attention(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask)
+		m := g.AttentionDropout(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask, a.cfg.Dropout)
 		a.tapWeights(g, m)
 		return a.O.Forward(g, m)
 	}
@@ -369,7 +360,7 @@ func (a *KernelAttention) pairMean(g *autodiff.Graph, pk autodiff.PairKernel, q,
 	table, _ := relativeScores(g, a.Kernel, tq, tk, opt.Offset)
 	o := autodiff.TiledOptions{
 		Bandwidth: h.Node, BandwidthValue: h.Value, RelBias: table, KeyMask: opt.KeyMask, Heads: a.Heads, Mask: mask,
-		HeadsInFeatures: inFeatures,
+		HeadsInFeatures: inFeatures, Dropout: a.cfg.Dropout,
 	}
 	if pp, ok := pk.(interface {
 		pairParams(*autodiff.Graph) *autodiff.Node
@@ -488,7 +479,7 @@ func (a *KernelAttention) AttendKV(g *autodiff.Graph, x, k, v *autodiff.Node, op
 		h := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tq, false)
 		hk := a.bw.width(g, x, q, k, opt.KeyMask, mask, b, tk, false)
 		m = g.Reshape(a.randomFeatureMean(g, q, k, v, h, hk, opt, mask), []int{b, a.Heads, tq, a.DHead})
-	case ok && !a.unfused && !a.dropsWeights(g):
+	case ok && !a.unfused:
 		h := a.bw.fusedWidth(g, x, q, k, opt.KeyMask, mask, b, tq, false)
 		m = g.Reshape(a.pairMean(g, pk, q, k, v, h, opt, mask, b, tq, tk, false), []int{b, a.Heads, tq, a.DHead})
 	default:

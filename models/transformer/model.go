@@ -245,9 +245,10 @@ func (c Config) Validate() error {
 // In training, Dropout p applies where GPT-2 (nanoGPT's model.py) applies it: to the sum
 // of the token and position embeddings, to the attention weights (not with random
 // features, which have none) and to the output of each residual branch, after the
-// attention's output map and after the feed-forward layer. A model with attention
-// dropout trains on the general local-mean path (scores, then weights), slower than the
-// fused attention; evaluation and generation compute without dropout.
+// attention's output map and after the feed-forward layer. The attention weights are
+// dropped inside the fused attention ops (autodiff's AttentionDropout, KernelAttention,
+// TiledLocalMean), so a model with dropout trains on the same path as one without;
+// evaluation and generation compute without dropout.
 //
 // An encoder–decoder (Arch "encdec") shares tok_emb and pos_emb between its two halves;
 // its encoder is enc.blocks.N (bidirectional Blocks) and enc.ln_f, its decoder
