@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -343,19 +344,18 @@ Flags:
 	fmt.Fprintf(w, "\n%s\n", sweepFlagsNote)
 }
 
-// check builds the cells and checks each grid value, each configuration and each eval
+// check builds the cells and checks each configuration (with the grid's other values,
+// as a value may be valid only with another: -momentum with -optim sgd) and each eval
 // value, writing nothing.
 func (p *sweepPlan) check() error {
-	for _, ax := range p.m.Grid {
-		for _, v := range ax.Values {
-			if err := checkTrainArgs(append(slices.Clone(p.m.Base), "-"+ax.Key+"="+v)); err != nil {
-				return usageErrorf("-grid %s=%s: %s", ax.Key, v, usageText(err))
-			}
+	for _, s := range p.m.Seeds {
+		if _, err := strconv.ParseUint(s, 0, 64); err != nil {
+			return usageErrorf("-grid seed=%s: want an unsigned integer", s)
 		}
 	}
 	p.m.Cells = sweepCells(p.m.Grid, p.m.Seeds, p.m.Base)
-	// The seed cannot make a configuration invalid once one seed parses: each
-	// configuration is checked with its first seed, the other seeds are parsed.
+	// A seed cannot make a configuration invalid: each configuration is checked with
+	// its first seed.
 	checked := map[string]bool{}
 	for _, c := range p.m.Cells {
 		key := configKey(c.Settings)
@@ -365,11 +365,6 @@ func (p *sweepPlan) check() error {
 		checked[key] = true
 		if err := checkTrainArgs(c.Args); err != nil {
 			return usageErrorf("-grid cell %s: %s", cellLabel(c.Settings, c.Seed), usageText(err))
-		}
-	}
-	for _, s := range p.m.Seeds[1:] {
-		if _, err := strconv.ParseUint(s, 0, 64); err != nil {
-			return usageErrorf("seed %s: want an unsigned integer", quote.Text(s))
 		}
 	}
 	if ax := p.m.Eval; ax != nil {
@@ -493,10 +488,6 @@ func (p *sweepPlan) run(stdout, stderr io.Writer) error {
 		return err
 	}
 	defer release()
-	exe, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("sweep: the running program: %w", err)
-	}
 	ctx, stop := interruptible()
 	defer stop()
 	cells := p.m.Cells
@@ -512,7 +503,7 @@ func (p *sweepPlan) run(stdout, stderr io.Writer) error {
 		go func() {
 			defer wg.Done()
 			for i := range todo {
-				err := p.runCell(ctx, exe, i, stderr, &mu)
+				err := p.runCell(ctx, i, stderr, &mu)
 				mu.Lock()
 				switch {
 				case err == nil:
@@ -679,7 +670,7 @@ func checkpointStep(dir string) int {
 
 // runCell brings cell i to done: trains it (new, or resumed from its checkpoint) unless
 // its train finished at its checkpoint's step, then records its eval points.
-func (p *sweepPlan) runCell(ctx context.Context, exe string, i int, stderr io.Writer, mu *sync.Mutex) error {
+func (p *sweepPlan) runCell(ctx context.Context, i int, stderr io.Writer, mu *sync.Mutex) error {
 	c := p.m.Cells[i]
 	dir := filepath.Join(p.dir, c.Dir)
 	say := func(format string, args ...any) {
@@ -718,7 +709,7 @@ func (p *sweepPlan) runCell(ctx context.Context, exe string, i int, stderr io.Wr
 			say("training")
 			args = append(args, "-out="+dir)
 		}
-		if _, err := p.child(ctx, exe, args, log, nil); err != nil {
+		if _, err := p.child(ctx, args, log, nil); err != nil {
 			return err
 		}
 		if step = checkpointStep(dir); step < 0 {
@@ -729,7 +720,7 @@ func (p *sweepPlan) runCell(ctx context.Context, exe string, i int, stderr io.Wr
 			return err
 		}
 	}
-	points, err := p.evalCell(ctx, exe, dir, step, log)
+	points, err := p.evalCell(ctx, dir, step, log)
 	if err != nil {
 		return err
 	}
@@ -770,7 +761,7 @@ func (p *sweepPlan) shownMetric(m train.Metrics) string {
 
 // evalCell returns the cell's metrics: eval's per -eval value, or without -eval the val
 // (and train_) metrics its run recorded at the checkpoint's step.
-func (p *sweepPlan) evalCell(ctx context.Context, exe, dir string, step int, log io.Writer) ([]sweepPoint, error) {
+func (p *sweepPlan) evalCell(ctx context.Context, dir string, step int, log io.Writer) ([]sweepPoint, error) {
 	if p.m.Eval == nil {
 		recs, err := train.ReadMetrics(dir)
 		if err != nil {
@@ -798,7 +789,7 @@ func (p *sweepPlan) evalCell(ctx context.Context, exe, dir string, step int, log
 		if p.threads != "" {
 			env = []string{"GOMAXPROCS=" + p.threads}
 		}
-		out, err := p.child(ctx, exe, []string{"eval", "-ckpt=" + dir, "-json", "-" + p.m.Eval.Key + "=" + v}, log, env)
+		out, err := p.child(ctx, []string{"eval", "-ckpt=" + dir, "-json", "-" + p.m.Eval.Key + "=" + v}, log, env)
 		if err != nil {
 			return nil, err
 		}
@@ -821,17 +812,37 @@ func (p *sweepPlan) evalCell(ctx context.Context, exe, dir string, step int, log
 	return points, nil
 }
 
+// selfCommand returns the command that runs this program with the command line args
+// (the program is a locus: cmd/locus, or a program of one's own that calls Main with
+// its arguments). Tests replace it, their binary being no locus.
+var selfCommand = func(args []string) (*exec.Cmd, error) {
+	if testing.Testing() { // a test binary run with these arguments would run its tests
+		return nil, errors.New("sweep: a test binary is no locus to run the cells with (replace selfCommand)")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sweep: the running program: %w", err)
+	}
+	return exec.Command(exe, args...), nil
+}
+
 // child runs this program with args as a process of its own (in its own process group,
 // so that a terminal's Ctrl-C reaches it once, through ctx), its stderr (and stdout,
 // unless returned) appended to log. On ctx's end it gets one interrupt, and stops at a
 // checkpoint.
-func (p *sweepPlan) child(ctx context.Context, exe string, args []string, log io.Writer, env []string) ([]byte, error) {
+func (p *sweepPlan) child(ctx context.Context, args []string, log io.Writer, env []string) ([]byte, error) {
 	if ctx.Err() != nil {
 		return nil, errInterrupted
 	}
 	fmt.Fprintf(log, "== %s locus %s\n", time.Now().UTC().Format(time.RFC3339), strings.Join(args, " "))
-	cmd := exec.Command(exe, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd, err := selfCommand(args)
+	if err != nil {
+		return nil, err
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, env...)
 	var out, tail bytes.Buffer
 	cmd.Stderr = io.MultiWriter(log, &tail)
 	if args[0] == "eval" {
@@ -851,7 +862,7 @@ func (p *sweepPlan) child(ctx context.Context, exe string, args []string, log io
 		case <-done:
 		}
 	}()
-	err := cmd.Wait()
+	err = cmd.Wait()
 	close(done)
 	var exit *exec.ExitError
 	switch {
@@ -1181,6 +1192,15 @@ func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string) *train.Cha
 	c.Plot.Title.Text = fmt.Sprintf("%s against %s: mean ± sd over %d seed%s", metric, x, seeds, map[bool]string{true: "", false: "s"}[seeds == 1])
 	c.Plot.X.Label.Text = x
 	c.Plot.Y.Label.Text = metric
+	c.Plot.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
+		ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+		for i := range ticks { // enough digits that no two labels read the same
+			if ticks[i].Label != "" {
+				ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 4, 64)
+			}
+		}
+		return ticks
+	})
 	if !numeric {
 		var ticks []plot.Tick
 		for i, v := range xValues {
