@@ -529,7 +529,7 @@ func (p *sweepPlan) run(stdout, stderr io.Writer) error {
 	close(todo)
 	wg.Wait()
 	if ctx.Err() != nil {
-		return fmt.Errorf("sweep %w: %d running cells stopped at a checkpoint; run the same command again to resume", errInterrupted, interrupted)
+		return fmt.Errorf("%w: %d running cells stopped at a checkpoint; run the same command again to resume", errInterrupted, interrupted)
 	}
 	if err := p.writeResults(stdout, stderr); err != nil {
 		return err

@@ -26,14 +26,24 @@ func sweepArgs(out string, args ...string) []string {
 	return append(append([]string{"sweep", "-out", out}, args...), tinySweep...)
 }
 
-// asLocus makes the cells' processes run this test binary as locus (TestHelperProcess).
+// helperSelf runs this test binary as locus (TestHelperProcess).
+func helperSelf(args []string) (*exec.Cmd, error) {
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "LOCUS_HELPER=run")
+	return cmd, nil
+}
+
+// A sweep run by TestHelperProcess runs its cells so too.
+func init() {
+	if os.Getenv("LOCUS_HELPER") == "run" {
+		selfCommand = helperSelf
+	}
+}
+
+// asLocus makes the cells' processes run this test binary as locus.
 func asLocus(t *testing.T) {
 	saved := selfCommand
-	selfCommand = func(args []string) (*exec.Cmd, error) {
-		cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestHelperProcess$", "--"}, args...)...)
-		cmd.Env = append(os.Environ(), "LOCUS_HELPER=run")
-		return cmd, nil
-	}
+	selfCommand = helperSelf
 	t.Cleanup(func() { selfCommand = saved })
 }
 
