@@ -379,7 +379,7 @@ func (p *sweepPlan) check() error {
 			}
 		}
 	}
-	if p.plotX != "" && p.plotX != sweepSeedKey && !slices.ContainsFunc(p.m.Grid, func(a sweepAxis) bool { return a.Key == p.plotX }) && (p.m.Eval == nil || p.m.Eval.Key != p.plotX) {
+	if p.plotX != "" && !slices.ContainsFunc(p.m.Grid, func(a sweepAxis) bool { return a.Key == p.plotX }) && (p.m.Eval == nil || p.m.Eval.Key != p.plotX) {
 		return usageErrorf("-plot-x %s: not a -grid key or the -eval key (%s)", quote.Text(p.plotX), strings.Join(p.axisKeys(), ", "))
 	}
 	return nil
@@ -529,7 +529,7 @@ func (p *sweepPlan) run(stdout, stderr io.Writer) error {
 	close(todo)
 	wg.Wait()
 	if ctx.Err() != nil {
-		return fmt.Errorf("%w: %d running cells stopped at a checkpoint; run the same command again to resume", errInterrupted, interrupted)
+		return fmt.Errorf("%w: %s stopped at a checkpoint; run the same command again to resume", errInterrupted, plural(interrupted, "running cell"))
 	}
 	if err := p.writeResults(stdout, stderr); err != nil {
 		return err
@@ -539,10 +539,18 @@ func (p *sweepPlan) run(stdout, stderr io.Writer) error {
 		for _, i := range slices.Sorted(maps.Keys(failed)) {
 			names = append(names, cells[i].Dir)
 		}
-		return fmt.Errorf("%d of %d cells failed (%s; their logs are in %s); the results hold the others; run the same command again to retry them",
-			len(failed), len(cells), strings.Join(names, ", "), filepath.Join(p.dir, sweepLogDir))
+		return fmt.Errorf("%d of %s failed (%s; the logs are in %s); the results hold the others; run the same command again to retry",
+			len(failed), plural(len(cells), "cell"), strings.Join(names, ", "), filepath.Join(p.dir, sweepLogDir))
 	}
 	return nil
+}
+
+// plural is "1 cell", "2 cells".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
 }
 
 func (p *sweepPlan) threadsNote() string {

@@ -107,6 +107,7 @@ func TestSweepRefusesBadGrids(t *testing.T) {
 		{[]string{"-grid", "lr=1e-3", "-eval", "n=100,0"}, "-eval n=0: -n must be in 1.."},
 		{[]string{"-grid", "lr=1e-3", "-eval", "ckpt=a"}, "-eval ckpt: the sweep sets eval's -ckpt itself"},
 		{[]string{"-grid", "lr=1e-3", "-plot-x", "kernel"}, `-plot-x "kernel": not a -grid key or the -eval key (lr)`},
+		{[]string{"-grid", "lr=1e-3", "-seeds", "2", "-plot-x", "seed"}, `-plot-x "seed": not a -grid key or the -eval key (lr)`},
 		{[]string{"-seeds", "0"}, "-seeds must be in 1.."},
 		{[]string{"-parallel", "0"}, "-parallel must be in 1.."},
 	} {
@@ -482,5 +483,36 @@ func TestSweepStatePaths(t *testing.T) {
 	}
 	if b, _ := regularfile.ReadFile(secret, 1<<10); !strings.Contains(string(b), `"step":5`) {
 		t.Errorf("secret now %s", b)
+	}
+}
+
+// TestSweepCellFails: a cell that fails does not stop the others; the sweep names it,
+// exits 1, and the results hold the cells that finished; a rerun retries it.
+func TestSweepCellFails(t *testing.T) {
+	asLocus(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	args := sweepArgs(out, "-grid", "lr=1e-3,3e-3")
+	if code, _, stderr := runCLI(t, args...); code != 0 {
+		t.Fatalf("sweep: exit %d\n%s", code, stderr)
+	}
+	// The second cell's folder now holds something else: train refuses it.
+	bad := filepath.Join(out, "lr=3e-3,seed=0")
+	os.RemoveAll(bad)
+	os.MkdirAll(bad, 0o755)
+	os.WriteFile(filepath.Join(bad, "notes.txt"), []byte("mine"), 0o644)
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 1 || !strings.Contains(stderr, "[2/2] lr=3e-3,seed=0: failed: locus train: exit 1: ") ||
+		!strings.HasSuffix(stderr, "locus sweep: 1 of 2 cells failed (lr=3e-3,seed=0; the logs are in "+filepath.Join(out, sweepLogDir)+"); the results hold the others; run the same command again to retry\n") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if _, rows := readCSV(t, filepath.Join(out, sweepCSVFile)); len(rows) != 1 || rows[0]["lr"] != "1e-3" || !strings.Contains(stdout, "| `1e-3` | 1 |") || strings.Contains(stdout, "3e-3") {
+		t.Errorf("results after a failed cell: %v\n%s", rows, stdout)
+	}
+	os.RemoveAll(bad)
+	if code, _, stderr := runCLI(t, args...); code != 0 || !strings.Contains(stderr, "[2/2] lr=3e-3,seed=0: training") {
+		t.Errorf("retry: exit %d\n%s", code, stderr)
+	}
+	if _, rows := readCSV(t, filepath.Join(out, sweepCSVFile)); len(rows) != 2 {
+		t.Errorf("%d rows after the retry", len(rows))
 	}
 }
