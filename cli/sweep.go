@@ -48,15 +48,19 @@ const (
 	sweepCSVFile      = "results.csv"     // one row per cell and eval point
 	sweepTableFile    = "results.md"      // mean ± sd over seeds per configuration
 	sweepPlotFile     = "results.png"     // -metric against -plot-x
-	sweepFormat       = 1                 // sweepManifest.Format
-	maxSweepParallel  = 256               // -parallel's bound
-	maxSweepCells     = 100000            // the product of the grids and seeds
-	maxCellNameBytes  = 200               // longer cell names are cut and hashed
-	sweepSeedKey      = "seed"            // the seed column; -grid seed=... sets the seeds
-	sweepValPrefix    = train.ValPrefix   // eval's metrics are recorded as val_<name>
-	sweepNoValue      = "—"               // a table cell without a value
-	sweepSynopsis     = "-out DIR -grid 'KEY=V1,V2,...' [-grid ...] [-seeds N] [-parallel N] [-eval 'KEY=V1,V2,...'] [-plot-x KEY] [-metric NAME] [train flags]"
-	sweepFlagsNote    = "Every other flag is a flag of locus train (see locus train -h), given to every cell; -out names the sweep directory and -resume is not taken (run the same command again to resume)."
+)
+
+// Bounds and names of the sweep command.
+const (
+	sweepFormat      = 1               // sweepManifest.Format
+	maxSweepParallel = 256             // -parallel's bound
+	maxSweepCells    = 100000          // the product of the grids and seeds
+	maxCellNameBytes = 200             // longer cell names are cut and hashed
+	sweepSeedKey     = "seed"          // the seed column; -grid seed=... sets the seeds
+	sweepValPrefix   = train.ValPrefix // eval's metrics are recorded as val_<name>
+	sweepNoValue     = "—"             // a table cell without a value
+	sweepSynopsis    = "-out DIR -grid 'KEY=V1,V2,...' [-grid ...] [-seeds N] [-parallel N] [-eval 'KEY=V1,V2,...'] [-plot-x KEY] [-metric NAME] [train flags]"
+	sweepFlagsNote   = "Every other flag is a flag of locus train (see locus train -h), given to every cell; -out names the sweep directory and -resume is not taken (run the same command again to resume)."
 )
 
 // sweepAxis is one -grid (or the -eval) key and its values, as typed.
@@ -344,10 +348,25 @@ Flags:
 	fmt.Fprintf(w, "\n%s\n", sweepFlagsNote)
 }
 
-// check builds the cells and checks each configuration (with the grid's other values,
-// as a value may be valid only with another: -momentum with -optim sgd) and each eval
-// value, writing nothing.
+// check checks -plot-x, each eval value and each seed, then builds the cells and checks
+// each configuration (whole: a value may be valid only with another key's, -momentum
+// with -optim sgd), writing nothing.
 func (p *sweepPlan) check() error {
+	if ax := p.m.Eval; ax != nil {
+		switch ax.Key {
+		case "ckpt", "json", "h", "help":
+			return usageErrorf("-eval %s: the sweep sets eval's -%s itself; vary another eval flag", ax.Key, ax.Key)
+		}
+		for _, v := range ax.Values {
+			err := runEval([]string{"-" + ax.Key + "=" + v, "-json"}, io.Discard, io.Discard)
+			if !errors.Is(err, errMissingCkpt) {
+				return usageErrorf("-eval %s=%s: %s", ax.Key, v, usageText(err))
+			}
+		}
+	}
+	if p.plotX != "" && !slices.ContainsFunc(p.m.Grid, func(a sweepAxis) bool { return a.Key == p.plotX }) && (p.m.Eval == nil || p.m.Eval.Key != p.plotX) {
+		return usageErrorf("-plot-x %s: not a -grid key or the -eval key (%s)", quote.Text(p.plotX), strings.Join(p.axisKeys(), ", "))
+	}
 	for _, s := range p.m.Seeds {
 		if _, err := strconv.ParseUint(s, 0, 64); err != nil {
 			return usageErrorf("-grid seed=%s: want an unsigned integer", s)
@@ -366,21 +385,6 @@ func (p *sweepPlan) check() error {
 		if err := checkTrainArgs(c.Args); err != nil {
 			return usageErrorf("-grid cell %s: %s", cellLabel(c.Settings, c.Seed), usageText(err))
 		}
-	}
-	if ax := p.m.Eval; ax != nil {
-		switch ax.Key {
-		case "ckpt", "json", "h", "help":
-			return usageErrorf("-eval %s: the sweep sets eval's -%s itself; vary another eval flag", ax.Key, ax.Key)
-		}
-		for _, v := range ax.Values {
-			err := runEval([]string{"-" + ax.Key + "=" + v, "-json"}, io.Discard, io.Discard)
-			if !errors.Is(err, errMissingCkpt) {
-				return usageErrorf("-eval %s=%s: %s", ax.Key, v, usageText(err))
-			}
-		}
-	}
-	if p.plotX != "" && !slices.ContainsFunc(p.m.Grid, func(a sweepAxis) bool { return a.Key == p.plotX }) && (p.m.Eval == nil || p.m.Eval.Key != p.plotX) {
-		return usageErrorf("-plot-x %s: not a -grid key or the -eval key (%s)", quote.Text(p.plotX), strings.Join(p.axisKeys(), ", "))
 	}
 	return nil
 }
