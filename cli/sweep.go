@@ -590,7 +590,11 @@ func (p *sweepPlan) open() (release func(), err error) {
 			return nil, usageErrorf("%s is not empty and holds no %s: give a new or empty folder, or a sweep to resume", p.dir, sweepManifestFile)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(p.dir, sweepLogDir), 0o755); err != nil {
+	logs := filepath.Join(p.dir, sweepLogDir)
+	if err := regularfile.CheckDirTarget(logs); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(logs, 0o755); err != nil {
 		return nil, err
 	}
 	release, err = train.LockDir(p.dir)
@@ -855,7 +859,8 @@ func (p *sweepPlan) child(ctx context.Context, args []string, log io.Writer, env
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, env...)
-	var out, tail bytes.Buffer
+	var out bytes.Buffer
+	var tail lastLineWriter
 	cmd.Stderr = io.MultiWriter(log, &tail)
 	if args[0] == "eval" {
 		cmd.Stdout = &out
@@ -883,11 +888,36 @@ func (p *sweepPlan) child(ctx context.Context, args []string, log io.Writer, env
 	case errors.As(err, &exit) && (exit.ExitCode() == 130 || ctx.Err() != nil):
 		return nil, errInterrupted
 	case errors.As(err, &exit):
-		lines := strings.Split(strings.TrimSpace(tail.String()), "\n")
-		return nil, fmt.Errorf("locus %s: exit %d: %s", args[0], exit.ExitCode(), lines[len(lines)-1])
+		return nil, fmt.Errorf("locus %s: exit %d: %s", args[0], exit.ExitCode(), tail.String())
 	default:
 		return nil, err
 	}
+}
+
+// lastLineWriter keeps the last non-empty line written to it (its last maxErrorBytes), the
+// error of a cell's process.
+type lastLineWriter struct{ line, cur []byte }
+
+func (l *lastLineWriter) Write(p []byte) (int, error) {
+	for _, b := range p {
+		switch {
+		case b == '\n' || b == '\r':
+			if len(bytes.TrimSpace(l.cur)) > 0 {
+				l.line = append(l.line[:0], l.cur...)
+			}
+			l.cur = l.cur[:0]
+		case len(l.cur) < maxErrorBytes:
+			l.cur = append(l.cur, b)
+		}
+	}
+	return len(p), nil
+}
+
+func (l *lastLineWriter) String() string {
+	if len(bytes.TrimSpace(l.cur)) > 0 {
+		return string(l.cur)
+	}
+	return string(l.line)
 }
 
 // sweepRow is one cell's metrics at one eval point.
