@@ -196,9 +196,9 @@ func runSweep(args []string, stdout, stderr io.Writer) error {
 	return p.run(stdout, stderr)
 }
 
-// parseSweep parses the command line and checks every cell before anything is written:
-// each grid value and each cell's train command line as train checks them
-// (checkTrainArgs), and each eval value as eval checks its flags.
+// parseSweep parses the command line and checks the sweep before anything is written:
+// each configuration's train command line as train checks it (checkTrainArgs), and
+// each eval value as eval checks its flags.
 func parseSweep(args []string, stderr io.Writer) (*sweepPlan, error) {
 	fs := newFlagSet("sweep", sweepSynopsis, stderr)
 	var grid gridFlag
