@@ -56,6 +56,7 @@ const (
 	maxSweepParallel = 256             // -parallel's bound
 	maxSweepCells    = 100000          // the product of the grids and seeds
 	maxCellNameBytes = 200             // longer cell names are cut and hashed
+	maxNamedTicks    = 12              // at most this many swept values are results.png's ticks
 	sweepSeedKey     = "seed"          // the seed column; -grid seed=... sets the seeds
 	sweepValPrefix   = train.ValPrefix // eval's metrics are recorded as val_<name>
 	sweepNoValue     = "—"             // a table cell without a value
@@ -975,7 +976,7 @@ func (p *sweepPlan) writeResults(stdout, stderr io.Writer) error {
 	}
 	if x != "" && len(rows) > 0 {
 		chart := sweepChart(p, groups, x, metric)
-		png, err := chart.PNG(train.ChartWidth, train.ChartHeight)
+		png, err := chart.PNG(sweepChartWidth(chart), train.ChartHeight)
 		if err != nil {
 			return fmt.Errorf("results plot: %w", err)
 		}
@@ -1165,6 +1166,17 @@ func (p *sweepPlan) writeTable(w io.Writer, groups []*sweepGroup, metrics []stri
 	}
 }
 
+// sweepChartWidth is results.png's width: the Loop's plots', or wider where the legend's
+// labels (the configurations) would leave the data less than two thirds of it.
+func sweepChartWidth(c *train.Chart) vg.Length {
+	var legend vg.Length
+	for _, e := range c.Entries {
+		legend = max(legend, c.Plot.Legend.TextStyle.Width(e))
+	}
+	legend += c.Plot.Legend.ThumbnailWidth + vg.Centimeter
+	return max(train.ChartWidth, 3*legend)
+}
+
 // sweepChart draws metric against the x key: a line per configuration of the other
 // keys, at the mean over the seeds, with error bars of ±1 sample standard deviation.
 // Values of x that are not all numbers are placed in the grid's order and named on the
@@ -1243,13 +1255,28 @@ func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string) *train.Cha
 		}
 		return ticks
 	})
-	if !numeric {
+	switch {
+	case !numeric:
 		var ticks []plot.Tick
 		for i, v := range xValues {
 			ticks = append(ticks, plot.Tick{Value: float64(i), Label: v})
 		}
 		c.Plot.X.Tick.Marker = plot.ConstantTicks(ticks)
 		c.Plot.X.Min, c.Plot.X.Max = -0.5, float64(len(xValues))-0.5
+	case len(xValues) <= maxNamedTicks:
+		// The swept values are the ticks, as typed; values spread over a factor of 8 or
+		// more (lengths 64 … 1024, learning rates) are placed on a log scale.
+		var ticks []plot.Tick
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range xValues {
+			f := xOf(v)
+			lo, hi = min(lo, f), max(hi, f)
+			ticks = append(ticks, plot.Tick{Value: f, Label: v})
+		}
+		c.Plot.X.Tick.Marker = plot.ConstantTicks(ticks)
+		if lo > 0 && hi >= 8*lo {
+			c.Plot.X.Scale = plot.LogScale{}
+		}
 	}
 	for i, l := range lines {
 		if len(l.xy) == 0 {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"gonum.org/v1/plot"
+
 	"github.com/locusml/locus/internal/regularfile"
 	"github.com/locusml/locus/train"
 )
@@ -422,7 +424,7 @@ func splitRow(l string) []string {
 func TestSweepEvalPoints(t *testing.T) {
 	asLocus(t)
 	out := filepath.Join(t.TempDir(), "sweep")
-	args := sweepArgs(out, "-grid", "kernel=exponential,laplacian", "-eval", "n=20,40,80")
+	args := sweepArgs(out, "-grid", "kernel=exponential,laplacian", "-eval", "n=20,40,160")
 	if code, _, stderr := runCLI(t, args...); code != 0 {
 		t.Fatalf("sweep: exit %d\n%s", code, stderr)
 	}
@@ -452,12 +454,22 @@ func TestSweepEvalPoints(t *testing.T) {
 	rs := p.rows()
 	x, metric, _ := p.plotChoice(metricNames(rs))
 	chart := sweepChart(p, p.groups(rs), x, metric)
-	if x != "n" || len(chart.Entries) != 2 || len(chart.Series["kernel=laplacian"]) != 3 || chart.Series["kernel=laplacian"][2].X != 80 {
+	if x != "n" || len(chart.Entries) != 2 || len(chart.Series["kernel=laplacian"]) != 3 || chart.Series["kernel=laplacian"][2].X != 160 {
 		t.Errorf("plot against %q: %q %v", x, chart.Entries, chart.Series)
+	}
+	if _, ok := chart.Plot.X.Scale.(plot.LogScale); !ok { // 20 … 160: a factor of 8
+		t.Errorf("x scale %T, want a log scale", chart.Plot.X.Scale)
+	}
+	var labels []string
+	for _, tk := range chart.Plot.X.Tick.Marker.Ticks(20, 160) {
+		labels = append(labels, tk.Label)
+	}
+	if !slices.Equal(labels, []string{"20", "40", "160"}) {
+		t.Errorf("x ticks %q, want the swept values", labels)
 	}
 	// A categorical x: the kernels at 0 and 1, a line per eval point.
 	chart = sweepChart(p, p.groups(rs), "kernel", "val_token_acc")
-	if !slices.Equal(chart.Entries, []string{"n=20", "n=40", "n=80"}) || len(chart.Series["n=40"]) != 2 || chart.Series["n=40"][1].X != 1 {
+	if !slices.Equal(chart.Entries, []string{"n=20", "n=40", "n=160"}) || len(chart.Series["n=40"]) != 2 || chart.Series["n=40"][1].X != 1 {
 		t.Errorf("plot against kernel: %q %v", chart.Entries, chart.Series)
 	}
 	if _, _, err := p.plotChoice([]string{"val_loss"}); err != nil {
