@@ -528,3 +528,44 @@ func TestSweepCellFails(t *testing.T) {
 		t.Errorf("%d rows after the retry", len(rows))
 	}
 }
+
+// TestSweepFromRunFile: -config FILE is the base of every cell, the grid overrides it;
+// a cell cut short resumes without it (a resumed run keeps its configuration).
+func TestSweepFromRunFile(t *testing.T) {
+	asLocus(t)
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if code, _, stderr := runCLI(t, append([]string{"train", "-out", run}, tinySweep...)...); code != 0 {
+		t.Fatalf("train: %s", stderr)
+	}
+	out := filepath.Join(dir, "sweep")
+	args := []string{"sweep", "-out", out, "-config", filepath.Join(run, runConfigFile), "-grid", "kernel=exponential,laplacian", "-steps", "30"}
+	if code, _, stderr := runCLI(t, args...); code != 0 {
+		t.Fatalf("sweep: exit %d\n%s", code, stderr)
+	}
+	for _, k := range []string{"exponential", "laplacian"} {
+		cell := filepath.Join(out, "kernel="+k+",seed=0")
+		ck, err := train.LoadCheckpoint(cell)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mc struct {
+			Kernel string `json:"kernel"`
+			Dim    int    `json:"dim"`
+		}
+		json.Unmarshal(ck.ModelConfig, &mc)
+		if mc.Kernel != k || mc.Dim != 16 || ck.Step != 30 {
+			t.Errorf("%s: kernel %q, dim %d, step %d; want %s, the run file's 16, 30", cell, mc.Kernel, mc.Dim, ck.Step, k)
+		}
+	}
+	cut := filepath.Join(out, "kernel=laplacian,seed=0")
+	os.Remove(filepath.Join(cut, sweepCellFile))
+	os.WriteFile(filepath.Join(cut, train.LatestFile), []byte("step-000020\n"), 0o644)
+	code, _, stderr := runCLI(t, args...)
+	if code != 0 || !strings.Contains(stderr, "kernel=laplacian,seed=0: resuming from step 20") {
+		t.Fatalf("rerun: exit %d\n%s", code, stderr)
+	}
+	if ck, err := train.LoadCheckpoint(cut); err != nil || ck.Step != 30 {
+		t.Errorf("the resumed cell: %v", err)
+	}
+}
