@@ -702,7 +702,7 @@ func (p *sweepPlan) runCell(ctx context.Context, i int, stderr io.Writer, mu *sy
 		return nil
 	}
 	logPath := filepath.Join(p.dir, sweepLogDir, c.Dir+".log")
-	log, err := regularfile.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	log, err := regularfile.OpenFile(logPath, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -778,7 +778,7 @@ func (p *sweepPlan) shownMetric(m train.Metrics) string {
 
 // evalCell returns the cell's metrics: eval's per -eval value, or without -eval the val
 // (and train_) metrics its run recorded at the checkpoint's step.
-func (p *sweepPlan) evalCell(ctx context.Context, dir string, step int, log io.Writer) ([]sweepPoint, error) {
+func (p *sweepPlan) evalCell(ctx context.Context, dir string, step int, log *os.File) ([]sweepPoint, error) {
 	if p.m.Eval == nil {
 		recs, err := train.ReadMetrics(dir)
 		if err != nil {
@@ -847,7 +847,7 @@ var selfCommand = func(args []string) (*exec.Cmd, error) {
 // so that a terminal's Ctrl-C reaches it once, through ctx), its stderr (and stdout,
 // unless returned) appended to log. On ctx's end it gets one interrupt, and stops at a
 // checkpoint.
-func (p *sweepPlan) child(ctx context.Context, args []string, log io.Writer, env []string) ([]byte, error) {
+func (p *sweepPlan) child(ctx context.Context, args []string, log *os.File, env []string) ([]byte, error) {
 	if ctx.Err() != nil {
 		return nil, errInterrupted
 	}
@@ -860,15 +860,23 @@ func (p *sweepPlan) child(ctx context.Context, args []string, log io.Writer, env
 		cmd.Env = os.Environ()
 	}
 	cmd.Env = append(cmd.Env, env...)
+	// The process writes into the log itself (no pipe through this one), so that what
+	// it says after a sweep died is kept, and its writes cannot fail for want of a
+	// reader.
 	var out bytes.Buffer
-	var tail lastLineWriter
-	cmd.Stderr = io.MultiWriter(log, &tail)
+	from, err := log.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = log
 	if args[0] == "eval" {
 		cmd.Stdout = &out
 	} else {
 		cmd.Stdout = log
 	}
 	cmd.SysProcAttr = ownProcessGroup()
+	runtime.LockOSThread() // Pdeathsig: the thread that starts the cell lives as long as it
+	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -889,10 +897,25 @@ func (p *sweepPlan) child(ctx context.Context, args []string, log io.Writer, env
 	case errors.As(err, &exit) && (exit.ExitCode() == 130 || ctx.Err() != nil):
 		return nil, errInterrupted
 	case errors.As(err, &exit):
-		return nil, fmt.Errorf("locus %s: exit %d: %s", args[0], exit.ExitCode(), tail.String())
+		return nil, fmt.Errorf("locus %s: exit %d: %s", args[0], exit.ExitCode(), logTail(log, from))
 	default:
 		return nil, err
 	}
+}
+
+// logTail returns the last line that log holds after offset from (read from at most
+// its last 64 KiB).
+func logTail(log *os.File, from int64) string {
+	fi, err := log.Stat()
+	if err != nil {
+		return ""
+	}
+	start := max(from, fi.Size()-64<<10)
+	b := make([]byte, max(fi.Size()-start, 0))
+	n, _ := log.ReadAt(b, start)
+	var tail lastLineWriter
+	tail.Write(b[:n])
+	return tail.String()
 }
 
 // lastLineWriter keeps the last non-empty line written to it (its last maxErrorBytes), the
