@@ -189,6 +189,10 @@ type sweepPlan struct {
 	userThreads []string // a -threads given on the command line, passed to every cell
 }
 
+// runSweep is locus sweep. Its cells run as processes of their own, not as Main calls
+// in this one: -threads sets GOMAXPROCS and train's Ctrl-C handling takes the signals,
+// both for the whole process, and a cell that crashes or is killed takes only itself
+// down.
 func runSweep(args []string, stdout, stderr io.Writer) error {
 	p, err := parseSweep(args, stderr)
 	if err != nil {
