@@ -595,11 +595,7 @@ func (p *sweepPlan) open() (release func(), err error) {
 			return nil, usageErrorf("%s is not empty and holds no %s: give a new or empty folder, or a sweep to resume", p.dir, sweepManifestFile)
 		}
 	}
-	logs := filepath.Join(p.dir, sweepLogDir)
-	if err := regularfile.CheckDirTarget(logs); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(logs, 0o755); err != nil {
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
 		return nil, err
 	}
 	release, err = train.LockDir(p.dir)
@@ -634,6 +630,16 @@ func (p *sweepPlan) open() (release func(), err error) {
 			release()
 			return nil, usageErrorf("%s holds another sweep: %v; give a new -out, or the same command to resume it", p.dir, err)
 		}
+	}
+	// The logs come after the manifest: a folder holding anything but a LOCK is a sweep.
+	logs := filepath.Join(p.dir, sweepLogDir)
+	if err := regularfile.CheckDirTarget(logs); err != nil {
+		release()
+		return nil, err
+	}
+	if err := os.MkdirAll(logs, 0o755); err != nil {
+		release()
+		return nil, err
 	}
 	return release, nil
 }
