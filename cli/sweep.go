@@ -16,6 +16,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -499,6 +501,10 @@ func (p *sweepPlan) run(stdout, stderr io.Writer) error {
 	defer release()
 	ctx, stop := interruptible()
 	defer stop()
+	// A closed terminal (SIGHUP) stops the cells as Ctrl-C does: they run in process
+	// groups of their own, which the hangup does not reach.
+	ctx, stopHup := signal.NotifyContext(ctx, syscall.SIGHUP)
+	defer stopHup()
 	cells := p.m.Cells
 	fmt.Fprintf(stderr, "locus sweep: %d cells (%d configurations × %d seeds), %d at once%s -> %s\n",
 		len(cells), len(cells)/len(p.m.Seeds), len(p.m.Seeds), p.parallel, p.threadsNote(), p.dir)
@@ -885,8 +891,6 @@ func (p *sweepPlan) child(ctx context.Context, args []string, log *os.File, env 
 		cmd.Stdout = log
 	}
 	cmd.SysProcAttr = ownProcessGroup()
-	runtime.LockOSThread() // Pdeathsig: the thread that starts the cell lives as long as it
-	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

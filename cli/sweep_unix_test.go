@@ -15,10 +15,16 @@ import (
 	"github.com/locusml/locus/train"
 )
 
-// TestSweepCtrlC: SIGINT to a sweep stops its running cells at a checkpoint (each gets
+// TestSweepCtrlC: SIGINT (or SIGHUP) to a sweep stops its running cells at a checkpoint (each gets
 // one interrupt: they run in process groups of their own), and the sweep exits 130
 // saying how to resume; no cell is left running or marked done.
 func TestSweepCtrlC(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGHUP} { // Ctrl-C, a closed terminal
+		t.Run(sig.String(), func(t *testing.T) { sweepStopsOn(t, sig) })
+	}
+}
+
+func sweepStopsOn(t *testing.T, sig syscall.Signal) {
 	out := filepath.Join(t.TempDir(), "sweep")
 	args := append(sweepArgs(out, "-grid", "lr=1e-3,3e-3", "-parallel", "2"), "-steps", "1000000", "-eval-every", "25")
 	cmd, log := helper(t, "run", args...)
@@ -37,7 +43,7 @@ func TestSweepCtrlC(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Process.Signal(sig)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var err error
