@@ -14,9 +14,10 @@
 //
 //	func main() { os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr)) }
 //
-// The commands train, evaluate, sample from, export and inspect Locus models, write run
-// reports, time workloads and run the classical localization methods on CSV data. Run
-// `locus <command> -h` for the flags of each command.
+// The commands train, evaluate, sample from, export and inspect Locus models, run sweeps
+// of train settings × seeds, write run reports, time workloads and run the classical
+// localization methods on CSV data. Run `locus <command> -h` for the flags of each
+// command.
 package cli
 
 import (

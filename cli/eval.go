@@ -204,10 +204,14 @@ func torchExportable(ck *train.Checkpoint) error {
 	return nil
 }
 
+// errMissingCkpt is the usage error of a command run without its -ckpt: what a
+// command whose other flags are all valid returns first (sweep checks eval's flags so).
+var errMissingCkpt = fmt.Errorf("%w: missing -ckpt DIR", errUsage)
+
 // openCheckpoint loads a checkpoint, refusing a missing -ckpt.
 func openCheckpoint(path string) (*train.Checkpoint, error) {
 	if path == "" {
-		return nil, usageErrorf("missing -ckpt DIR")
+		return nil, errMissingCkpt
 	}
 	return train.LoadCheckpoint(path)
 }

@@ -198,7 +198,7 @@ type loaded struct {
 // names are announced on note before they are read.
 func fromCheckpoint(path string, note io.Writer) (*loaded, error) {
 	if path == "" {
-		return nil, usageErrorf("missing -ckpt DIR")
+		return nil, errMissingCkpt
 	}
 	ck, err := train.LoadCheckpoint(path)
 	if err != nil {

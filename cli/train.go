@@ -36,6 +36,7 @@ type trainFlags struct {
 	ModelFlags
 	settings            trainSettings
 	out, resume, config string
+	checkOnly           bool // checkTrainArgs: stop once the configurations are built
 }
 
 // ModelFlags are the values of locus train's model and data flags, which a Family turns
@@ -107,21 +108,42 @@ func defineTrainFlags(fs *flag.FlagSet, f *trainFlags) {
 }
 
 func runTrain(args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("train", "[flags]", stderr)
-	f := &trainFlags{ModelFlags: ModelFlags{set: map[string]bool{}}}
-	defineTrainFlags(fs, f)
-	if err := parseFlags(fs, args); err != nil {
+	f, fs, err := parseTrainFlags(args, stderr)
+	if err != nil {
 		return err
-	}
-	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
-	if f.set["random-features"] && f.RandomFeatures <= 0 { // 0 is exact attention, but not a value to give
-		return usageErrorf("-random-features must be > 0, got %d (leave it out for exact attention)", f.RandomFeatures)
 	}
 	comm, stdout, stderr, err := joinRun(stdout, stderr)
 	if err != nil {
 		return err
 	}
 	return leaveRun(comm, trainIn(comm, f, fs, stdout, stderr))
+}
+
+// parseTrainFlags parses locus train's command line.
+func parseTrainFlags(args []string, stderr io.Writer) (*trainFlags, *flag.FlagSet, error) {
+	fs := newFlagSet("train", "[flags]", stderr)
+	f := &trainFlags{ModelFlags: ModelFlags{set: map[string]bool{}}}
+	defineTrainFlags(fs, f)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, nil, err
+	}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	if f.set["random-features"] && f.RandomFeatures <= 0 { // 0 is exact attention, but not a value to give
+		return nil, nil, usageErrorf("-random-features must be > 0, got %d (leave it out for exact attention)", f.RandomFeatures)
+	}
+	return f, fs, nil
+}
+
+// checkTrainArgs returns the error that `locus train args` would stop at before it
+// trains: the flags parsed, the settings resolved, and the model and data
+// configurations built and validated, as train does, with nothing written.
+func checkTrainArgs(args []string) error {
+	f, fs, err := parseTrainFlags(args, io.Discard)
+	if err != nil {
+		return err
+	}
+	f.checkOnly = true
+	return trainIn(nil, f, fs, io.Discard, io.Discard)
 }
 
 // trainIn trains the model of the flags, as one process of comm.
@@ -183,6 +205,9 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 		if name, fam, modelCfg, dataCfg, err = f.newConfigs(); err != nil {
 			return err
 		}
+	}
+	if f.checkOnly {
+		return nil
 	}
 	defer f.settings.Threads.apply()()
 	ps, err := autodiff.NewParams(f.settings.Dtype.Dtype, f.Seed)

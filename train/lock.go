@@ -96,3 +96,15 @@ func (l *dirLock) unlock() {
 	l.f.Close()
 	l.f = nil
 }
+
+// LockDir takes the lock of the directory dir, which must exist, as Run takes its run
+// directory's (LockFile, held until release, refused while another process holds it
+// with an error that is ErrRunInUse). It is for a program that owns a folder of runs,
+// such as a sweep, so that two of it never work in one folder at once.
+func LockDir(dir string) (release func(), err error) {
+	l, err := lockRunDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return l.unlock, nil
+}
