@@ -61,6 +61,9 @@ type microKernel struct {
 	// tails are kernels of fewer rows (ascending), the same columns and both direct
 	// forms, for the last rows of a product read in place (macroDirect).
 	tails []*microKernel
+	// gemvN and gemvT are the one-row products of the gemv path (gemv.go): y[j] =
+	// Σ_p x[p]·b[p·ldb+j] and Σ_p x[p]·b[j·ldb+p] for j < n, stored if set, else added.
+	gemvN, gemvT func(k, n int, x, b []float32, ldb int, y []float32, set bool)
 }
 
 // tail returns the kernel for the last rows of an m-row product read in place, of which
@@ -80,7 +83,7 @@ func (kr *microKernel) tail(m, rows int) (*microKernel, int) {
 }
 
 // goKernel is the portable kernel, in plain Go.
-var goKernel = &microKernel{name: "go", mr: 6, nr: 16, packed: kernelGo}
+var goKernel = &microKernel{name: "go", mr: 6, nr: 16, packed: kernelGo, gemvN: gemvNGo, gemvT: gemvTGo}
 
 // active is the kernel Sgemm uses: the best of kernels() that LOCUS_CPU allows (tests
 // switch it).
@@ -123,6 +126,10 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if useGemv && kr.gemvN != nil && m <= gemvRows(transB) {
+		gemv(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	if flips(kr, transA, transB, m, n, k, alpha, beta) {

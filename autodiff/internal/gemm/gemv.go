@@ -1,0 +1,158 @@
+package gemm
+
+// Products of one to a few rows (generation's one token at a time: x·Wᵀ for a Linear, q·Kᵀ
+// and p·V for attention) go to a matrix–vector path, one row of op(A) at a time, instead
+// of the micro-kernels: a 12-row AVX-512 tile computes 12 rows (6 for AVX2 and Go) where
+// m rows are wanted, from A's rows packed with zeros, and a flipped x·Wᵀ (flips) computes
+// Cᵀ's m columns with a 16-column kernel. By count of FMAs per product, for m rows:
+//
+//	             micro-kernels (AVX-512 / AVX2)    gemv
+//	x·B,  m = 1  12·n·k / 6·n·k                    n·k
+//	x·B,  m = 3  12·n·k / 6·n·k                    3·n·k
+//	x·B,  m = 4  4·n·k (4-row tails) / 4·n·k       4·n·k, reading B 4 times: kernels
+//	x·Bᵀ, m ≤ 4  16·n·k (flipped, 16 columns)      m·n·k
+//
+// so gemv takes x·B up to 3 rows and x·Bᵀ up to 4 (gemvRows). A row reads B once: the
+// baby GPT's 384×1536 weight is 2.4 MB of float32 per token, which Parallel splits by
+// columns over the cores above its size threshold, as other products of few rows.
+//
+// Accumulation order: x·B sums every element over p in order, as the micro-kernels (one
+// vector of sums per 8 or 16 columns). x·Bᵀ sums a dot product in vector lanes, lane l
+// taking the products of p ≡ l (mod 8 for AVX2, 16 for AVX-512, 4 in Go) in order, then adds
+// the lanes by a fixed tree and the last k mod width products after; results differ from
+// the micro-kernels' in float32 round-off only.
+
+// gemvRows returns the most rows of C for which sgemm takes the gemv path.
+func gemvRows(transB bool) int {
+	if transB {
+		return 4
+	}
+	return 3
+}
+
+// useGemv lets sgemm take the gemv path (tests switch it off to compare).
+var useGemv = true
+
+// gemv sets C = alpha·op(A)·op(B) + beta·C for m ≤ gemvRows rows, one row of op(A) at a
+// time by kr's gemvN (B) or gemvT (Bᵀ). A row of Aᵀ, or a row times alpha ≠ 1, is first
+// gathered into a scratch vector (k values, against n·k of work).
+func gemv(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	set := beta == 0
+	if !set {
+		scaleC(m, n, beta, c, ldc)
+	}
+	var ws *workspace
+	if transA || alpha != 1 {
+		ws = pool.Get().(*workspace)
+		if cap(ws.t) < k {
+			ws.t = make([]float32, k)
+		}
+	}
+	for i := range m {
+		var x []float32
+		switch {
+		case !transA && alpha == 1:
+			x = a[i*lda : i*lda+k]
+		case !transA:
+			x = ws.t[:k]
+			for p, v := range a[i*lda : i*lda+k] {
+				x[p] = alpha * v
+			}
+		default:
+			x = ws.t[:k]
+			for p := range x {
+				x[p] = alpha * a[p*lda+i]
+			}
+		}
+		y := c[i*ldc : i*ldc+n]
+		if transB {
+			kr.gemvT(k, n, x, b, ldb, y, set)
+		} else {
+			kr.gemvN(k, n, x, b, ldb, y, set)
+		}
+	}
+	if ws != nil {
+		pool.Put(ws)
+	}
+}
+
+// gemvNGo sets y[j] = Σ_p x[p]·b[p·ldb+j] for j < n (adds it to y[j] unless set), k ≥ 1:
+// eight columns at a time, whose sums stay in registers over the whole depth, summed over
+// p in order.
+func gemvNGo(k, n int, x, b []float32, ldb int, y []float32, set bool) {
+	x = x[:k]
+	y = y[:n]
+	j := 0
+	for ; j+8 <= n; j += 8 {
+		var s0, s1, s2, s3, s4, s5, s6, s7 float32
+		for p, xv := range x {
+			bp := (*[8]float32)(b[p*ldb+j:])
+			s0 += xv * bp[0]
+			s1 += xv * bp[1]
+			s2 += xv * bp[2]
+			s3 += xv * bp[3]
+			s4 += xv * bp[4]
+			s5 += xv * bp[5]
+			s6 += xv * bp[6]
+			s7 += xv * bp[7]
+		}
+		yp := (*[8]float32)(y[j:])
+		if set {
+			*yp = [8]float32{s0, s1, s2, s3, s4, s5, s6, s7}
+			continue
+		}
+		yp[0] += s0
+		yp[1] += s1
+		yp[2] += s2
+		yp[3] += s3
+		yp[4] += s4
+		yp[5] += s5
+		yp[6] += s6
+		yp[7] += s7
+	}
+	for ; j < n; j++ {
+		var s float32
+		for p, xv := range x {
+			s += xv * b[p*ldb+j]
+		}
+		if set {
+			y[j] = s
+		} else {
+			y[j] += s
+		}
+	}
+}
+
+// gemvTGo sets y[j] = Σ_p x[p]·b[j·ldb+p] for j < n (adds it to y[j] unless set): a dot
+// product per row of b in four sums (p mod 4), added as (s0+s1)+(s2+s3), and the last k mod
+// 4 products after.
+func gemvTGo(k, n int, x, b []float32, ldb int, y []float32, set bool) {
+	gemvTTail(0, k, n, x, b, ldb, y, set)
+}
+
+// gemvTTail is gemvTGo over the depths p0..k−1 only.
+func gemvTTail(p0, k, n int, x, b []float32, ldb int, y []float32, set bool) {
+	x = x[p0:k]
+	y = y[:n]
+	for j := range y {
+		row := b[j*ldb+p0 : j*ldb+k]
+		var s0, s1, s2, s3 float32
+		p := 0
+		for ; p+4 <= len(x); p += 4 {
+			xp, bp := (*[4]float32)(x[p:]), (*[4]float32)(row[p:])
+			s0 += xp[0] * bp[0]
+			s1 += xp[1] * bp[1]
+			s2 += xp[2] * bp[2]
+			s3 += xp[3] * bp[3]
+		}
+		s := (s0 + s1) + (s2 + s3)
+		for ; p < len(x); p++ {
+			s += x[p] * row[p]
+		}
+		if set {
+			y[j] = s
+		} else {
+			y[j] += s
+		}
+	}
+}
