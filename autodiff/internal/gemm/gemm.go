@@ -7,8 +7,10 @@
 // FMA, and 6×16 in plain Go elsewhere (and with -tags purego); LOCUS_CPU=avx2|generic
 // caps the choice (package internal/simd). The assembly kernels have tail kernels of
 // fewer rows for a product's last rows, and a 16-column kernel for narrow products and
-// last column panels. Sgemm is serial; Parallel splits large products over GOMAXPROCS
-// goroutines. BenchmarkShapes gives every workload product's fraction of the FMA peak.
+// last column panels. Products of one to three rows (four with op(B) = Bᵀ: generation's
+// one token at a time) take a matrix–vector path instead, one row of op(A) at a time, in
+// AVX-512, AVX2 or Go by the same choice (gemv.go). Sgemm is serial; Parallel splits large
+// products over GOMAXPROCS goroutines. BenchmarkShapes gives every workload product's fraction of the FMA peak.
 package gemm
 
 import (

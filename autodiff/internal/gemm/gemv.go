@@ -2,25 +2,26 @@ package gemm
 
 // Products of one to a few rows (generation's one token at a time: x·Wᵀ for a Linear, q·Kᵀ
 // and p·V for attention) go to a matrix–vector path, one row of op(A) at a time, instead
-// of the micro-kernels: a 12-row AVX-512 tile computes 12 rows (6 for AVX2 and Go) where
-// m rows are wanted, from A's rows packed with zeros, and a flipped x·Wᵀ (flips) computes
-// Cᵀ's m columns with a 16-column kernel. By count of FMAs per product, for m rows:
+// of the micro-kernels: those compute a whole tile of rows (12 for AVX-512, 6 for AVX2 and
+// Go) from A's rows packed with zeros where fewer rows are wanted, and a flipped x·Wᵀ
+// (flips) computes Cᵀ's m columns with a 16-column kernel. FMAs per product of m rows, in
+// units of n·k (micro-kernels AVX-512 / AVX2 / Go, against gemv's m):
 //
-//	             micro-kernels (AVX-512 / AVX2)    gemv
-//	x·B,  m = 1  12·n·k / 6·n·k                    n·k
-//	x·B,  m = 3  12·n·k / 6·n·k                    3·n·k
-//	x·B,  m = 4  4·n·k (4-row tails) / 4·n·k       4·n·k, reading B 4 times: kernels
-//	x·Bᵀ, m ≤ 4  16·n·k (flipped, 16 columns)      m·n·k
+//	x·B,  m = 1: 12 / 6 / 6    m = 2: 12 / 2 (2-row tail) / 6    m = 3: 12 / 6 / 6
+//	x·B,  m = 4: 4 / 4 (4-row tails) / 6, each reading B once where gemv reads it 4 times
+//	x·Bᵀ, m ≤ 4: 16 / 16 (flipped: 16 columns of Cᵀ) / 6
 //
 // so gemv takes x·B up to 3 rows and x·Bᵀ up to 4 (gemvRows). A row reads B once: the
-// baby GPT's 384×1536 weight is 2.4 MB of float32 per token, which Parallel splits by
-// columns over the cores above its size threshold, as other products of few rows.
+// baby GPT's 384×1536 weights are 2.4 MB of float32 per token, which Parallel splits by
+// columns over the cores above its size threshold (m·n·k ≥ 2¹⁸: 1 MiB of B for one row),
+// as other products of few rows.
 //
 // Accumulation order: x·B sums every element over p in order, as the micro-kernels (one
-// vector of sums per 8 or 16 columns). x·Bᵀ sums a dot product in vector lanes, lane l
-// taking the products of p ≡ l (mod 8 for AVX2, 16 for AVX-512, 4 in Go) in order, then adds
-// the lanes by a fixed tree and the last k mod width products after; results differ from
-// the micro-kernels' in float32 round-off only.
+// vector of sums per 8 or 16 columns, the last n mod 8 or 16 columns in Go). x·Bᵀ sums a
+// dot product in vector lanes, lane l taking the products of p ≡ l (mod 8 for AVX2, 16 for
+// AVX-512, 4 in Go) in order, then adds the lanes by a fixed tree and the last k mod width
+// products after; results differ from the micro-kernels' in float32 round-off only
+// (TestGemv bounds them against a float64 reference).
 
 // gemvRows returns the most rows of C for which sgemm takes the gemv path.
 func gemvRows(transB bool) int {
