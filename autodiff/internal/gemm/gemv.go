@@ -16,8 +16,9 @@ package gemm
 // columns over the cores above its size threshold (m·n·k ≥ 2¹⁸: 1 MiB of B for one row),
 // as other products of few rows.
 //
-// Accumulation order: x·B sums every element over p in order, as the micro-kernels (one
-// vector of sums per 8 or 16 columns, the last n mod 8 or 16 columns in Go). x·Bᵀ sums a
+// Accumulation order: x·B sums every element over p in order, in depth panels of kc, with
+// the same FMAs as the micro-kernels (one vector of sums per 8 or 16 columns, the last
+// columns from a zero-padded copy): with alpha = 1 it has their bits. x·Bᵀ sums a
 // dot product in vector lanes, lane l taking the products of p ≡ l (mod 8 for AVX2, 16 for
 // AVX-512, 4 in Go) in order, then adds the lanes by a fixed tree and the last k mod width
 // products after; results differ from the micro-kernels' in float32 round-off only
@@ -68,8 +69,12 @@ func gemv(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []
 		y := c[i*ldc : i*ldc+n]
 		if transB {
 			kr.gemvT(k, n, x, b, ldb, y, set)
-		} else {
-			kr.gemvN(k, n, x, b, ldb, y, set)
+			continue
+		}
+		// In depth panels of kc, as sgemm: each element is then the micro-kernels' sum,
+		// with the same bits (alpha = 1).
+		for pc := 0; pc < k; pc += kc {
+			kr.gemvN(min(kc, k-pc), n, x[pc:], b[pc*ldb:], ldb, y, set && pc == 0)
 		}
 	}
 	if ws != nil {

@@ -17,20 +17,33 @@ func gemvT16z(k, n int, x, b *float32, ldb int, y *float32, set bool)
 type gemvAsm func(k, n int, x, b *float32, ldb int, y *float32, set bool)
 
 // gemvNVec is gemvNGo by asm, a vector of w columns per register (gemv_amd64.s), for the
-// columns of whole vectors; the last n mod w columns in Go. Each element is summed over p
-// in order either way.
+// columns of whole vectors, and for the last n mod w columns from a copy of them padded
+// with zeros to w columns (k ≤ kc), as the micro-kernels' last panel: every element is
+// the same FMAs in the same order as theirs.
 func gemvNVec(asm gemvAsm, w int) func(k, n int, x, b []float32, ldb int, y []float32, set bool) {
 	return func(k, n int, x, b []float32, ldb int, y []float32, set bool) {
+		_ = x[k-1]
 		nv := n / w * w
 		if nv > 0 {
-			_ = x[k-1]
 			_ = b[(k-1)*ldb+nv-1]
 			_ = y[nv-1]
 			asm(k, nv, &x[0], &b[0], ldb, &y[0], set)
 		}
-		if nv < n {
-			gemvNGo(k, n-nv, x, b[nv:], ldb, y[nv:], set)
+		if nv == n {
+			return
 		}
+		cols := n - nv
+		ws := pool.Get().(*workspace)
+		panel := ws.b[:k*w]
+		for p := range k {
+			q := panel[p*w : p*w+w]
+			copy(q, b[p*ldb+nv:p*ldb+n])
+			clear(q[cols:])
+		}
+		t := ws.tmp[:w]
+		asm(k, w, &x[0], &panel[0], w, &t[0], true)
+		addTile(1, cols, w, t, y[nv:], 0, set)
+		pool.Put(ws)
 	}
 }
 
