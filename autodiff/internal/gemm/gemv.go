@@ -16,13 +16,12 @@ package gemm
 // columns over the cores above its size threshold (m·n·k ≥ 2¹⁸: 1 MiB of B for one row),
 // as other products of few rows.
 //
-// Accumulation order: x·B sums every element over p in order, in depth panels of kc, with
-// the same FMAs as the micro-kernels (one vector of sums per 8 or 16 columns, the last
-// columns from a zero-padded copy): with alpha = 1 it has their bits. x·Bᵀ sums a
-// dot product in vector lanes, lane l taking the products of p ≡ l (mod 8 for AVX2, 16 for
-// AVX-512, 4 in Go) in order, then adds the lanes by a fixed tree and the last k mod width
-// products after; results differ from the micro-kernels' in float32 round-off only
-// (TestGemv bounds them against a float64 reference).
+// Accumulation order: every element is summed over p in order, in depth panels of kc, by
+// the same FMAs as the micro-kernels (one vector of sums per 8 or 16 columns of C, the last
+// columns from a zero-padded copy): with alpha = 1 a row has their bits, whatever the
+// number of rows of its product (TestGemvSameBits). For x·Bᵀ, 32 rows of B at a time are
+// first transposed into a 32-column panel (8×8 AVX transposes, as packB), which the x·B
+// kernel reads: 2·32·kc values through L1 for 32·kc FMAs.
 
 // gemvRows returns the most rows of C for which sgemm takes the gemv path.
 func gemvRows(transB bool) int {
@@ -67,14 +66,15 @@ func gemv(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []
 			}
 		}
 		y := c[i*ldc : i*ldc+n]
-		if transB {
-			kr.gemvT(k, n, x, b, ldb, y, set)
-			continue
-		}
 		// In depth panels of kc, as sgemm: each element is then the micro-kernels' sum,
 		// with the same bits (alpha = 1).
 		for pc := 0; pc < k; pc += kc {
-			kr.gemvN(min(kc, k-pc), n, x[pc:], b[pc*ldb:], ldb, y, set && pc == 0)
+			kb := min(kc, k-pc)
+			if transB {
+				kr.gemvT(kb, n, x[pc:], b[pc:], ldb, y, set && pc == 0)
+			} else {
+				kr.gemvN(kb, n, x[pc:], b[pc*ldb:], ldb, y, set && pc == 0)
+			}
 		}
 	}
 	if ws != nil {
@@ -130,30 +130,36 @@ func gemvNGo(k, n int, x, b []float32, ldb int, y []float32, set bool) {
 }
 
 // gemvTGo sets y[j] = Σ_p x[p]·b[j·ldb+p] for j < n (adds it to y[j] unless set): a dot
-// product per row of b in four sums (p mod 4), added as (s0+s1)+(s2+s3), and the last k mod
-// 4 products after.
+// product per row of b summed over p in order, four rows at a time.
 func gemvTGo(k, n int, x, b []float32, ldb int, y []float32, set bool) {
-	gemvTTail(0, k, n, x, b, ldb, y, set)
-}
-
-// gemvTTail is gemvTGo over the depths p0..k−1 only.
-func gemvTTail(p0, k, n int, x, b []float32, ldb int, y []float32, set bool) {
-	x = x[p0:k]
+	x = x[:k]
 	y = y[:n]
-	for j := range y {
-		row := b[j*ldb+p0 : j*ldb+k]
+	j := 0
+	for ; j+4 <= n; j += 4 {
+		r0, r1 := b[j*ldb:j*ldb+k], b[(j+1)*ldb:(j+1)*ldb+k]
+		r2, r3 := b[(j+2)*ldb:(j+2)*ldb+k], b[(j+3)*ldb:(j+3)*ldb+k]
 		var s0, s1, s2, s3 float32
-		p := 0
-		for ; p+4 <= len(x); p += 4 {
-			xp, bp := (*[4]float32)(x[p:]), (*[4]float32)(row[p:])
-			s0 += xp[0] * bp[0]
-			s1 += xp[1] * bp[1]
-			s2 += xp[2] * bp[2]
-			s3 += xp[3] * bp[3]
+		for p, xv := range x {
+			s0 += xv * r0[p]
+			s1 += xv * r1[p]
+			s2 += xv * r2[p]
+			s3 += xv * r3[p]
 		}
-		s := (s0 + s1) + (s2 + s3)
-		for ; p < len(x); p++ {
-			s += x[p] * row[p]
+		yp := (*[4]float32)(y[j:])
+		if set {
+			*yp = [4]float32{s0, s1, s2, s3}
+			continue
+		}
+		yp[0] += s0
+		yp[1] += s1
+		yp[2] += s2
+		yp[3] += s3
+	}
+	for ; j < n; j++ {
+		row := b[j*ldb : j*ldb+k]
+		var s float32
+		for p, xv := range x {
+			s += xv * row[p]
 		}
 		if set {
 			y[j] = s

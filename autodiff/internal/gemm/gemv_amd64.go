@@ -6,13 +6,7 @@ package gemm
 func gemvN8(k, n int, x, b *float32, ldb int, y *float32, set bool)
 
 //go:noescape
-func gemvT8(k, n int, x, b *float32, ldb int, y *float32, set bool)
-
-//go:noescape
 func gemvN16z(k, n int, x, b *float32, ldb int, y *float32, set bool)
-
-//go:noescape
-func gemvT16z(k, n int, x, b *float32, ldb int, y *float32, set bool)
 
 type gemvAsm func(k, n int, x, b *float32, ldb int, y *float32, set bool)
 
@@ -47,21 +41,30 @@ func gemvNVec(asm gemvAsm, w int) func(k, n int, x, b []float32, ldb int, y []fl
 	}
 }
 
-// gemvTVec is gemvTGo by asm over the depths of whole vectors of w (gemv_amd64.s); the
-// last k mod w products of each row are added after, in Go.
-func gemvTVec(asm gemvAsm, w int) func(k, n int, x, b []float32, ldb int, y []float32, set bool) {
-	return func(k, n int, x, b []float32, ldb int, y []float32, set bool) {
-		kv := k / w * w
-		if kv == 0 {
-			gemvTGo(k, n, x, b, ldb, y, set)
-			return
+// gemvTRows is the number of rows of B that gemvTVec transposes at a time: four vectors of
+// sums of gemvN8 (its 32-column blocks), a panel of 32·kc values (32 KiB).
+const gemvTRows = 32
+
+// packT packs gemvTVec's panels: 8×8 AVX transposes into gemvTRows columns.
+var packT = &microKernel{nr: gemvTRows, transposeB8: transposeB8AVX}
+
+// gemvTVec is gemvTGo (k ≤ kc) by gemvN8 over panels of 32 rows of b transposed (packB's
+// 8×8 AVX transposes) into the workspace, the last rows padded with zeros, as the
+// micro-kernels' packed panels of Bᵀ: every element is the same FMAs in the same order.
+func gemvTVec(k, n int, x, b []float32, ldb int, y []float32, set bool) {
+	_ = x[k-1]
+	ws := pool.Get().(*workspace)
+	panel := ws.b[:k*gemvTRows]
+	for j := 0; j < n; j += gemvTRows {
+		rows := min(gemvTRows, n-j)
+		packBPanels(packT, true, b, ldb, 0, j, k, rows, 1, panel)
+		if rows == gemvTRows {
+			gemvN8(k, gemvTRows, &x[0], &panel[0], gemvTRows, &y[j], set)
+			continue
 		}
-		_ = x[kv-1]
-		_ = b[(n-1)*ldb+kv-1]
-		_ = y[n-1]
-		asm(kv, n, &x[0], &b[0], ldb, &y[0], set)
-		if kv < k {
-			gemvTTail(kv, k, n, x, b, ldb, y, false)
-		}
+		t := ws.tmp[:gemvTRows]
+		gemvN8(k, gemvTRows, &x[0], &panel[0], gemvTRows, &t[0], true)
+		addTile(1, rows, gemvTRows, t, y[j:], 0, set)
 	}
+	pool.Put(ws)
 }

@@ -122,27 +122,32 @@ func TestGemvRows(t *testing.T) {
 	}
 }
 
-// TestGemvNSameBits checks that the gemv path of x·B (alpha = 1) has the micro-kernels'
-// bits, so that a row of C does not depend on how many rows its product has (a batch run
-// whole or in parts, a token generated with the cache or without): depths across panels
-// of kc and columns that are not whole vectors, with beta 0, 1 and another.
-func TestGemvNSameBits(t *testing.T) {
+// TestGemvSameBits checks that the gemv path (alpha = 1) has the micro-kernels' bits, so
+// that a row of C does not depend on how many rows its product has (a batch run whole or
+// in parts, a token generated with the cache or without): x·B and x·Bᵀ, depths across
+// panels of kc, columns that are not whole vectors or panels, beta 0, 1 and another.
+func TestGemvSameBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, kr := range append(kernels(), extraKernels()...) {
-		for m := 1; m <= gemvRows(false); m++ {
-			for _, n := range []int{1, 7, 33, 100, 384} {
-				for _, k := range []int{1, 33, 256, 300, 600} {
-					for _, beta := range []float32{0, 1, 0.5} {
-						ldb, ldc := n+1, n+2
-						a, b, c := randSlice(rng, m*k), randSlice(rng, k*ldb), randSlice(rng, m*ldc)
-						got, want := append([]float32(nil), c...), append([]float32(nil), c...)
-						sgemm(kr, false, false, m, n, k, 1, a, k, b, ldb, beta, got, ldc)
-						useGemv = false
-						sgemm(kr, false, false, m, n, k, 1, a, k, b, ldb, beta, want, ldc)
-						useGemv = true
-						for i := range got {
-							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("kernel %s m=%d n=%d k=%d beta=%v: c[%d][%d] = %v by gemv, %v by the micro-kernel", kr.name, m, n, k, beta, i/ldc, i%ldc, got[i], want[i])
+		for _, tb := range []bool{false, true} {
+			for m := 1; m <= gemvRows(tb); m++ {
+				for _, n := range []int{1, 7, 33, 100, 384} {
+					for _, k := range []int{1, 9, 33, 256, 300, 600} {
+						for _, beta := range []float32{0, 1, 0.5} {
+							ldb, ldc := n+1, n+2
+							if tb {
+								ldb = k + 1
+							}
+							a, b, c := randSlice(rng, m*k), randSlice(rng, max(n, k)*ldb), randSlice(rng, m*ldc)
+							got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+							sgemm(kr, false, tb, m, n, k, 1, a, k, b, ldb, beta, got, ldc)
+							useGemv = false
+							sgemm(kr, false, tb, m, n, k, 1, a, k, b, ldb, beta, want, ldc)
+							useGemv = true
+							for i := range got {
+								if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+									t.Fatalf("kernel %s tb=%v m=%d n=%d k=%d beta=%v: c[%d][%d] = %v by gemv, %v by the micro-kernel", kr.name, tb, m, n, k, beta, i/ldc, i%ldc, got[i], want[i])
+								}
 							}
 						}
 					}
