@@ -8,8 +8,8 @@
 // caps the choice (package internal/simd). The assembly kernels have tail kernels of
 // fewer rows for a product's last rows, and a 16-column kernel for narrow products and
 // last column panels. Products of one to three rows (four with op(B) = Bᵀ: generation's
-// one token at a time) take a matrix–vector path instead, one row of op(A) at a time, in
-// AVX-512, AVX2 or Go by the same choice (gemv.go). Sgemm is serial; Parallel splits large
+// one token at a time) take a matrix–vector path instead, in AVX-512, AVX2 or Go by the
+// same choice, with the same sums as the micro-kernels (gemv.go). Sgemm is serial; Parallel splits large
 // products over GOMAXPROCS goroutines. BenchmarkShapes gives every workload product's fraction of the FMA peak.
 package gemm
 
@@ -63,9 +63,11 @@ type microKernel struct {
 	// tails are kernels of fewer rows (ascending), the same columns and both direct
 	// forms, for the last rows of a product read in place (macroDirect).
 	tails []*microKernel
-	// gemvN and gemvT are the one-row products of the gemv path (gemv.go): y[j] =
-	// Σ_p x[p]·b[p·ldb+j] and Σ_p x[p]·b[j·ldb+p] for j < n, stored if set, else added.
-	gemvN, gemvT func(k, n int, x, b []float32, ldb int, y []float32, set bool)
+	// gemvN and gemvT are the products of the gemv path (gemv.go), for k ≤ kc: gemvN sets
+	// y[j] = Σ_p x[p]·b[p·ldb+j] for j < n, gemvT c[i·ldc+j] = Σ_p x[i·ldx+p]·b[j·ldb+p]
+	// for i < m, j < n; stored if set, else added.
+	gemvN func(k, n int, x, b []float32, ldb int, y []float32, set bool)
+	gemvT func(m, k, n int, x []float32, ldx int, b []float32, ldb int, c []float32, ldc int, set bool)
 }
 
 // tail returns the kernel for the last rows of an m-row product read in place, of which

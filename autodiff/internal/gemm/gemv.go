@@ -1,18 +1,18 @@
 package gemm
 
 // Products of one to a few rows (generation's one token at a time: x·Wᵀ for a Linear, q·Kᵀ
-// and p·V for attention) go to a matrix–vector path, one row of op(A) at a time, instead
-// of the micro-kernels: those compute a whole tile of rows (12 for AVX-512, 6 for AVX2 and
+// and p·V for attention) go to a matrix–vector path instead of the micro-kernels: those compute a whole tile of rows (12 for AVX-512, 6 for AVX2 and
 // Go) from A's rows packed with zeros where fewer rows are wanted, and a flipped x·Wᵀ
 // (flips) computes Cᵀ's m columns with a 16-column kernel. FMAs per product of m rows, in
 // units of n·k (micro-kernels AVX-512 / AVX2 / Go, against gemv's m):
 //
 //	x·B,  m = 1: 12 / 6 / 6    m = 2: 12 / 2 (2-row tail) / 6    m = 3: 12 / 6 / 6
 //	x·B,  m = 4: 4 / 4 (4-row tails) / 6, each reading B once where gemv reads it 4 times
-//	x·Bᵀ, m ≤ 4: 16 / 16 (flipped: 16 columns of Cᵀ) / 6
+//	x·Bᵀ, m ≤ 4: 16 / 16 (flipped: 16 columns of Cᵀ) / 6, gemv reading B once for m rows
 //
-// so gemv takes x·B up to 3 rows and x·Bᵀ up to 4 (gemvRows). A row reads B once: the
-// baby GPT's 384×1536 weights are 2.4 MB of float32 per token, which Parallel splits by
+// so gemv takes x·B up to 3 rows (one row of A at a time) and x·Bᵀ up to 4 (gemvRows). A
+// product reads B once per row of x·B, once for x·Bᵀ: the baby GPT's 384×1536 weights
+// are 2.4 MB of float32 per token, which Parallel splits by
 // columns over the cores above its size threshold (m·n·k ≥ 2¹⁸: 1 MiB of B for one row),
 // as other products of few rows.
 //
@@ -34,47 +34,46 @@ func gemvRows(transB bool) int {
 // useGemv lets sgemm take the gemv path (tests switch it off to compare).
 var useGemv = true
 
-// gemv sets C = alpha·op(A)·op(B) + beta·C for m ≤ gemvRows rows, one row of op(A) at a
-// time by kr's gemvN (B) or gemvT (Bᵀ). A row of Aᵀ, or a row times alpha ≠ 1, is first
-// gathered into a scratch vector (k values, against n·k of work).
+// gemv sets C = alpha·op(A)·op(B) + beta·C for m ≤ gemvRows rows by kr's gemvN (B, one
+// row of op(A) at a time) or gemvT (Bᵀ, all m rows over each panel of B). Aᵀ, or A times
+// alpha ≠ 1, is first gathered into a scratch m×k matrix (m·k values, against m·n·k of
+// work).
 func gemv(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	set := beta == 0
 	if !set {
 		scaleC(m, n, beta, c, ldc)
 	}
+	x, ldx := a, lda
 	var ws *workspace
 	if transA || alpha != 1 {
 		ws = pool.Get().(*workspace)
-		if cap(ws.t) < k {
-			ws.t = make([]float32, k)
+		if cap(ws.t) < m*k {
+			ws.t = make([]float32, m*k)
+		}
+		x, ldx = ws.t[:m*k], k
+		for i := range m {
+			row := x[i*k : i*k+k]
+			if transA {
+				for p := range row {
+					row[p] = alpha * a[p*lda+i]
+				}
+				continue
+			}
+			for p, v := range a[i*lda : i*lda+k] {
+				row[p] = alpha * v
+			}
 		}
 	}
-	for i := range m {
-		var x []float32
-		switch {
-		case !transA && alpha == 1:
-			x = a[i*lda : i*lda+k]
-		case !transA:
-			x = ws.t[:k]
-			for p, v := range a[i*lda : i*lda+k] {
-				x[p] = alpha * v
-			}
-		default:
-			x = ws.t[:k]
-			for p := range x {
-				x[p] = alpha * a[p*lda+i]
-			}
+	// In depth panels of kc, as sgemm: each element is then the micro-kernels' sum, with
+	// the same bits (alpha = 1).
+	for pc := 0; pc < k; pc += kc {
+		kb := min(kc, k-pc)
+		if transB {
+			kr.gemvT(m, kb, n, x[pc:], ldx, b[pc:], ldb, c, ldc, set && pc == 0)
+			continue
 		}
-		y := c[i*ldc : i*ldc+n]
-		// In depth panels of kc, as sgemm: each element is then the micro-kernels' sum,
-		// with the same bits (alpha = 1).
-		for pc := 0; pc < k; pc += kc {
-			kb := min(kc, k-pc)
-			if transB {
-				kr.gemvT(kb, n, x[pc:], b[pc:], ldb, y, set && pc == 0)
-			} else {
-				kr.gemvN(kb, n, x[pc:], b[pc*ldb:], ldb, y, set && pc == 0)
-			}
+		for i := range m {
+			kr.gemvN(kb, n, x[i*ldx+pc:], b[pc*ldb:], ldb, c[i*ldc:], set && pc == 0)
 		}
 	}
 	if ws != nil {
@@ -129,9 +128,17 @@ func gemvNGo(k, n int, x, b []float32, ldb int, y []float32, set bool) {
 	}
 }
 
-// gemvTGo sets y[j] = Σ_p x[p]·b[j·ldb+p] for j < n (adds it to y[j] unless set): a dot
+// gemvTGo sets row i of C, c[i·ldc+j] for j < n, to Σ_p x[i·ldx+p]·b[j·ldb+p] (adds it
+// unless set) for i < m, one row at a time (gemvTRow).
+func gemvTGo(m, k, n int, x []float32, ldx int, b []float32, ldb int, c []float32, ldc int, set bool) {
+	for i := range m {
+		gemvTRow(k, n, x[i*ldx:], b, ldb, c[i*ldc:], set)
+	}
+}
+
+// gemvTRow sets y[j] = Σ_p x[p]·b[j·ldb+p] for j < n (adds it to y[j] unless set): a dot
 // product per row of b summed over p in order, four rows at a time.
-func gemvTGo(k, n int, x, b []float32, ldb int, y []float32, set bool) {
+func gemvTRow(k, n int, x, b []float32, ldb int, y []float32, set bool) {
 	x = x[:k]
 	y = y[:n]
 	j := 0

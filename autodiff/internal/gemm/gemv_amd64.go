@@ -51,20 +51,24 @@ var packT = &microKernel{nr: gemvTRows, transposeB8: transposeB8AVX}
 // gemvTVec is gemvTGo (k ≤ kc) by gemvN8 over panels of 32 rows of b transposed (packB's
 // 8×8 AVX transposes) into the workspace, the last rows padded with zeros, as the
 // micro-kernels' packed panels of Bᵀ: every element is the same FMAs in the same order.
-func gemvTVec(k, n int, x, b []float32, ldb int, y []float32, set bool) {
-	_ = x[k-1]
+// Each panel is transposed once for the m rows of x.
+func gemvTVec(m, k, n int, x []float32, ldx int, b []float32, ldb int, c []float32, ldc int, set bool) {
+	_ = x[(m-1)*ldx+k-1]
+	_ = c[(m-1)*ldc+n-1]
 	ws := pool.Get().(*workspace)
 	panel := ws.b[:k*gemvTRows]
+	t := ws.tmp[:gemvTRows]
 	for j := 0; j < n; j += gemvTRows {
 		rows := min(gemvTRows, n-j)
 		packBPanels(packT, true, b, ldb, 0, j, k, rows, 1, panel)
-		if rows == gemvTRows {
-			gemvN8(k, gemvTRows, &x[0], &panel[0], gemvTRows, &y[j], set)
-			continue
+		for i := range m {
+			if rows == gemvTRows {
+				gemvN8(k, gemvTRows, &x[i*ldx], &panel[0], gemvTRows, &c[i*ldc+j], set)
+				continue
+			}
+			gemvN8(k, gemvTRows, &x[i*ldx], &panel[0], gemvTRows, &t[0], true)
+			addTile(1, rows, gemvTRows, t, c[i*ldc+j:], 0, set)
 		}
-		t := ws.tmp[:gemvTRows]
-		gemvN8(k, gemvTRows, &x[0], &panel[0], gemvTRows, &t[0], true)
-		addTile(1, rows, gemvTRows, t, y[j:], 0, set)
 	}
 	pool.Put(ws)
 }

@@ -110,7 +110,7 @@ func TestGemvRows(t *testing.T) {
 				called := false
 				k := *kr
 				k.gemvN = func(int, int, []float32, []float32, int, []float32, bool) { called = true }
-				k.gemvT = k.gemvN
+				k.gemvT = func(int, int, int, []float32, int, []float32, int, []float32, int, bool) { called = true }
 				const n, depth = 40, 20
 				a, b, c := make([]float32, m*depth), make([]float32, n*depth), make([]float32, m*n)
 				sgemm(&k, false, tb, m, n, depth, 1, a, depth, b, map[bool]int{false: n, true: depth}[tb], 0, c, n)
