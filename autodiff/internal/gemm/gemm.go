@@ -7,8 +7,10 @@
 // FMA, and 6×16 in plain Go elsewhere (and with -tags purego); LOCUS_CPU=avx2|generic
 // caps the choice (package internal/simd). The assembly kernels have tail kernels of
 // fewer rows for a product's last rows, and a 16-column kernel for narrow products and
-// last column panels. Sgemm is serial; Parallel splits large products over GOMAXPROCS
-// goroutines. BenchmarkShapes gives every workload product's fraction of the FMA peak.
+// last column panels. Products of one to three rows (four with op(B) = Bᵀ: generation's
+// one token at a time) take a matrix–vector path instead, in AVX-512, AVX2 or Go by the
+// same choice, with the same sums as the micro-kernels (gemv.go). Sgemm is serial; Parallel splits large
+// products over GOMAXPROCS goroutines. BenchmarkShapes gives every workload product's fraction of the FMA peak.
 package gemm
 
 import (
@@ -61,6 +63,11 @@ type microKernel struct {
 	// tails are kernels of fewer rows (ascending), the same columns and both direct
 	// forms, for the last rows of a product read in place (macroDirect).
 	tails []*microKernel
+	// gemvN and gemvT are the products of the gemv path (gemv.go), for k ≤ kc: gemvN sets
+	// y[j] = Σ_p x[p]·b[p·ldb+j] for j < n, gemvT c[i·ldc+j] = Σ_p x[i·ldx+p]·b[j·ldb+p]
+	// for i < m, j < n; stored if set, else added.
+	gemvN func(k, n int, x, b []float32, ldb int, y []float32, set bool)
+	gemvT func(m, k, n int, x []float32, ldx int, b []float32, ldb int, c []float32, ldc int, set bool)
 }
 
 // tail returns the kernel for the last rows of an m-row product read in place, of which
@@ -80,7 +87,7 @@ func (kr *microKernel) tail(m, rows int) (*microKernel, int) {
 }
 
 // goKernel is the portable kernel, in plain Go.
-var goKernel = &microKernel{name: "go", mr: 6, nr: 16, packed: kernelGo}
+var goKernel = &microKernel{name: "go", mr: 6, nr: 16, packed: kernelGo, gemvN: gemvNGo, gemvT: gemvTGo}
 
 // active is the kernel Sgemm uses: the best of kernels() that LOCUS_CPU allows (tests
 // switch it).
@@ -123,6 +130,10 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
+		return
+	}
+	if useGemv && kr.gemvN != nil && m <= gemvRows(transB) {
+		gemv(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
 	if flips(kr, transA, transB, m, n, k, alpha, beta) {

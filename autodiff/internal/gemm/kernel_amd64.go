@@ -25,12 +25,14 @@ func kernels() []*microKernel {
 }
 
 var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, stridedB: true, transposeB8: transposeB8AVX,
+	gemvN: gemvNVec(gemvN8, 8), gemvT: gemvTVec,
 	tails: []*microKernel{
 		tailKernel("avx2", simd.AVX2, 2, 16, kernel2x16yu, kernel2x16yt),
 		tailKernel("avx2", simd.AVX2, 4, 16, kernel4x16yu, kernel4x16yt),
 	}}
 
 var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX,
+	gemvN: gemvNVec(gemvN16z, 16), gemvT: gemvTVec,
 	tails: []*microKernel{
 		tailKernel("avx512", simd.AVX512, 4, 32, kernel4x32zu, kernel4x32zt),
 		tailKernel("avx512", simd.AVX512, 8, 32, kernel8x32zu, kernel8x32zt),
