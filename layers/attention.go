@@ -262,7 +262,7 @@ func (a *KernelAttention) Forward(g *autodiff.Graph, x *autodiff.Node) *autodiff
 // Attend lets the queries of x [B, Tq, Dim] attend over the keys and values of
 // mem [B, Tk, KVDim] (cross-attention when mem is not x), returning [B, Tq, Dim].
 func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt AttendOptions) *autodiff.Node {
-	if a.cfg.RandomFeatures == 0 && a.inFeatures() {
+	if a.cfg.RandomFeatures == 0 && a.inFeatures() && !(a.cfg.Rotary && opt.Rotary != nil) {
 		return a.attendFused(g, x, mem, opt)
 	}
 	if a.cfg.RandomFeatures > 0 && a.bw.cfg.Mode == BandwidthFixed && !a.cfg.Rotary {
@@ -273,17 +273,19 @@ func (a *KernelAttention) Attend(g *autodiff.Graph, x, mem *autodiff.Node, opt A
 }
 
 // standard reports whether the layer is plain scaled dot-product attention (the
-// exponential kernel at a fixed bandwidth, no rotary embedding), which Attend runs as
-// autodiff's Attention, the fused op of softmax(QKᵀ/h)V.
+// exponential kernel at a fixed bandwidth, after the rotary embedding of the queries and
+// keys where the layer has one), which Attend runs as autodiff's Attention, the fused op
+// of softmax(QKᵀ/h)V.
 func (a *KernelAttention) standard() bool {
 	_, exp := a.Kernel.(Exponential)
-	return exp && a.bw.cfg.Mode == BandwidthFixed && !a.cfg.Rotary
+	return exp && a.bw.cfg.Mode == BandwidthFixed
 }
 
 // inFeatures reports whether Attend runs one fused op on the [B, T, Dim] layout instead
 // of split heads: standard attention, or a kernel that the fused kernel ops evaluate
-// (pairKernel) without rotary embedding (every bandwidth mode works there; kNN reads the
-// projections in that layout too).
+// (pairKernel; every bandwidth mode works there; kNN reads the projections in that layout
+// too). Rotary positions rotate the queries and keys in that layout first
+// (rotateFeatures).
 func (a *KernelAttention) inFeatures() bool {
 	if a.unfused {
 		return false
@@ -291,11 +293,34 @@ func (a *KernelAttention) inFeatures() bool {
 	if a.standard() {
 		return true
 	}
-	if a.cfg.Rotary {
-		return false
-	}
 	_, ok := a.pairKernel()
 	return ok
+}
+
+// rotateFeatures applies the rotary embedding to x [B, T, Heads·DHead] on that layout,
+// each head's DHead columns rotated as ApplyRotary rotates a row of split heads, at
+// positions offset..offset+T−1: the same numbers as splitting the heads, rotating and
+// merging, without the copies.
+func (a *KernelAttention) rotateFeatures(g *autodiff.Graph, x *autodiff.Node, offset int) *autodiff.Node {
+	if g.Err() != nil {
+		return nil
+	}
+	xs := x.Shape()
+	b, t, dh := xs[0], xs[1], a.DHead
+	cos, sin := RotaryTables(1, t, dh, offset, a.cfg.RotaryBase) // [T, dh]
+	n := b * t * a.Heads * dh
+	cf, sf := make([]float64, n), make([]float64, n)
+	for row := range b * t {
+		p := row % t
+		for h := range a.Heads {
+			at := (row*a.Heads + h) * dh
+			copy(cf[at:at+dh], cos[p*dh:(p+1)*dh])
+			copy(sf[at:at+dh], sin[p*dh:(p+1)*dh])
+		}
+	}
+	shape := []int{b * t, a.Heads, dh}
+	r := rotate(g, g.Reshape(x, shape), g.ConstTensor(shape, cf), g.ConstTensor(shape, sf))
+	return g.Reshape(r, xs)
 }
 
 // attendFused is Attend on the [B, T, Dim] layout (inFeatures): the same function as
@@ -307,6 +332,9 @@ func (a *KernelAttention) attendFused(g *autodiff.Graph, x, mem *autodiff.Node, 
 	}
 	xs, ms := x.Shape(), mem.Shape()
 	q, k, v := a.Q.Forward(g, x), a.K.Forward(g, mem), a.V.Forward(g, mem)
+	if a.cfg.Rotary {
+		q, k = a.rotateFeatures(g, q, opt.Offset), a.rotateFeatures(g, k, 0)
+	}
 	mask := autodiff.Mask{Causal: a.cfg.Causal, Window: a.cfg.Window, Offset: opt.Offset, Hollow: a.cfg.Hollow}
 	if a.standard() && !a.tiles(g, ms[1]) {
 		m := g.AttentionDropout(q, k, v, opt.KeyMask, a.Heads, 1/a.bw.h0, mask, a.cfg.Dropout)
