@@ -299,28 +299,10 @@ func (a *KernelAttention) inFeatures() bool {
 
 // rotateFeatures applies the rotary embedding to x [B, T, Heads·DHead] on that layout,
 // each head's DHead columns rotated as ApplyRotary rotates a row of split heads, at
-// positions offset..offset+T−1: the same numbers as splitting the heads, rotating and
-// merging, without the copies.
+// positions offset..offset+T−1 (autodiff's fused Rotary op): the same numbers as
+// splitting the heads, rotating and merging, without the copies.
 func (a *KernelAttention) rotateFeatures(g *autodiff.Graph, x *autodiff.Node, offset int) *autodiff.Node {
-	if g.Err() != nil {
-		return nil
-	}
-	xs := x.Shape()
-	b, t, dh := xs[0], xs[1], a.DHead
-	cos, sin := RotaryTables(1, t, dh, offset, a.cfg.RotaryBase) // [T, dh]
-	n := b * t * a.Heads * dh
-	cf, sf := make([]float64, n), make([]float64, n)
-	for row := range b * t {
-		p := row % t
-		for h := range a.Heads {
-			at := (row*a.Heads + h) * dh
-			copy(cf[at:at+dh], cos[p*dh:(p+1)*dh])
-			copy(sf[at:at+dh], sin[p*dh:(p+1)*dh])
-		}
-	}
-	shape := []int{b * t, a.Heads, dh}
-	r := rotate(g, g.Reshape(x, shape), g.ConstTensor(shape, cf), g.ConstTensor(shape, sf))
-	return g.Reshape(r, xs)
+	return g.Rotary(x, a.Heads, offset, a.cfg.RotaryBase)
 }
 
 // attendFused is Attend on the [B, T, Dim] layout (inFeatures): the same function as

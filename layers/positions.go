@@ -185,9 +185,7 @@ func ApplyRotary(g *autodiff.Graph, x *autodiff.Node, offset int, base float64) 
 	if x == nil || len(x.Shape()) != 3 || x.Shape()[2]%2 != 0 {
 		return g.Fail(fmt.Errorf("rotary positions: input %v, want [N, T, dh] with dh even", x.Shape()))
 	}
-	xs := x.Shape()
-	cos, sin := RotaryTables(xs[0], xs[1], xs[2], offset, base)
-	return rotate(g, x, g.ConstTensor(xs, cos), g.ConstTensor(xs, sin))
+	return g.Rotary(x, 1, offset, base)
 }
 
 // RotaryTables returns ApplyRotary's factors cos and sin, each [n, t, dh] row-major, for
