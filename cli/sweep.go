@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"image/color"
 	"io"
 	iofs "io/fs"
 	"maps"
@@ -1218,6 +1219,20 @@ func sweepChartWidth(c *train.Chart) vg.Length {
 // keys, at the mean over the seeds, with error bars of ±1 sample standard deviation.
 // Values of x that are not all numbers are placed in the grid's order and named on the
 // axis.
+// seriesStyle is line i's colour, dashes and point glyph: the eight colours of headColor,
+// then again dashed with squares, then dotted with triangles, so that no two of the first 24
+// lines look alike.
+func seriesStyle(i int) (color.Color, []vg.Length, draw.GlyphDrawer) {
+	const colours = 8
+	switch (i / colours) % 3 {
+	case 1:
+		return headColor(i), []vg.Length{vg.Points(5), vg.Points(3)}, draw.SquareGlyph{}
+	case 2:
+		return headColor(i), []vg.Length{vg.Points(1.5), vg.Points(2)}, draw.TriangleGlyph{}
+	}
+	return headColor(i), nil, draw.CircleGlyph{}
+}
+
 func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string) *train.Chart {
 	var xValues []string
 	if p.m.Eval != nil && p.m.Eval.Key == x {
@@ -1323,9 +1338,9 @@ func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string) *train.Cha
 		if err != nil {
 			continue
 		}
-		col := headColor(i)
-		ln.Color, ln.Width = col, vg.Points(1.3)
-		pts.Color, pts.Radius, pts.Shape = col, vg.Points(2), draw.CircleGlyph{}
+		col, dashes, glyph := seriesStyle(i)
+		ln.Color, ln.Width, ln.Dashes = col, vg.Points(1.3), dashes
+		pts.Color, pts.Radius, pts.Shape = col, vg.Points(2), glyph
 		bars := &plotter.YErrorBars{XYs: slices.Clone(l.xy), YErrors: l.errs}
 		bars.LineStyle.Color = col
 		bars.LineStyle.Width = ln.Width

@@ -569,3 +569,17 @@ func TestSweepFromRunFile(t *testing.T) {
 		t.Errorf("the resumed cell: %v", err)
 	}
 }
+
+// TestSweepSeriesStylesDiffer: the plot's lines stay apart past the palette's eight
+// colours: no two of the first 24 share colour, dashes and glyph.
+func TestSweepSeriesStylesDiffer(t *testing.T) {
+	seen := map[string]int{}
+	for i := range 24 {
+		c, d, g := seriesStyle(i)
+		key := fmt.Sprintf("%v %v %T", c, d, g)
+		if j, ok := seen[key]; ok {
+			t.Fatalf("lines %d and %d are drawn alike (%s)", j, i, key)
+		}
+		seen[key] = i
+	}
+}
