@@ -31,9 +31,6 @@ func (g *Graph) Rotary(x *Node, groups, offset int, base float64) *Node {
 	case !(base >= 0) || math.IsInf(base, 0):
 		return g.failf("Rotary: base %g, want a finite value >= 0 (0: 10000)", base)
 	}
-	if base == 0 {
-		base = 10000
-	}
 	return g.applyFused(&rotaryKernel{groups: groups, offset: offset, base: base}, x)
 }
 
@@ -56,22 +53,34 @@ func (k *rotaryKernel) diffWRT() []bool                                  { retur
 func (k *rotaryKernel) floatInputs() []bool                              { return []bool{true} }
 func (k *rotaryKernel) outShape(in []tensor.Shape) (tensor.Shape, error) { return in[0].Clone(), nil }
 
-// tables forms cos θ and sin θ for t positions of width d, as layers.RotaryTables does.
+// RotaryFactors returns cos θ and sin θ, [t, d/2] row-major, of the rotary embedding at
+// positions offset..offset+t−1 for groups of width d: θ = (offset + p)·base^(−2j/d), base 0
+// meaning 10000. Rotary and layers' rotary tables both take their angles from here.
+func RotaryFactors(t, d, offset int, base float64) (cos, sin []float64) {
+	if base == 0 {
+		base = 10000
+	}
+	half := d / 2
+	cos, sin = make([]float64, t*half), make([]float64, t*half)
+	for p := range t {
+		for j := range half {
+			angle := float64(p+offset) * math.Pow(base, -2*float64(j)/float64(d))
+			cos[p*half+j], sin[p*half+j] = math.Cos(angle), math.Sin(angle)
+		}
+	}
+	return cos, sin
+}
+
+// tables forms the factors for t positions of width d, and their float32 roundings.
 func (k *rotaryKernel) tables(t, d int) {
 	if k.t == t && k.d == d {
 		return
 	}
-	half := d / 2
 	k.t, k.d = t, d
-	k.cos, k.sin = make([]float64, t*half), make([]float64, t*half)
-	k.cos32, k.sin32 = make([]float32, t*half), make([]float32, t*half)
-	for p := range t {
-		for j := range half {
-			angle := float64(p+k.offset) * math.Pow(k.base, -2*float64(j)/float64(d))
-			c, s := math.Cos(angle), math.Sin(angle)
-			k.cos[p*half+j], k.sin[p*half+j] = c, s
-			k.cos32[p*half+j], k.sin32[p*half+j] = float32(c), float32(s)
-		}
+	k.cos, k.sin = RotaryFactors(t, d, k.offset, k.base)
+	k.cos32, k.sin32 = make([]float32, len(k.cos)), make([]float32, len(k.sin))
+	for i := range k.cos {
+		k.cos32[i], k.sin32[i] = float32(k.cos[i]), float32(k.sin[i])
 	}
 }
 

@@ -191,20 +191,16 @@ func ApplyRotary(g *autodiff.Graph, x *autodiff.Node, offset int, base float64) 
 // RotaryTables returns ApplyRotary's factors cos and sin, each [n, t, dh] row-major, for
 // positions offset..offset+t−1 (the same for each of the n rows); base 0 means 10000.
 func RotaryTables(n, t, dh, offset int, base float64) (cos, sin []float64) {
-	if base == 0 {
-		base = defaultRotaryBase
-	}
+	c, s := autodiff.RotaryFactors(t, dh, offset, base) // [t, dh/2]
 	half := dh / 2
 	cos = make([]float64, n*t*dh)
 	sin = make([]float64, n*t*dh)
 	for p := range t {
-		for i := range half {
-			angle := float64(p+offset) * math.Pow(base, -2*float64(i)/float64(dh))
-			c, s := math.Cos(angle), math.Sin(angle)
-			for b := range n {
-				row := (b*t + p) * dh
-				cos[row+i], cos[row+i+half] = c, c
-				sin[row+i], sin[row+i+half] = s, s
+		for b := range n {
+			row := (b*t + p) * dh
+			for _, out := range [][2][]float64{{cos, c}, {sin, s}} {
+				copy(out[0][row:row+half], out[1][p*half:(p+1)*half])
+				copy(out[0][row+half:row+dh], out[1][p*half:(p+1)*half])
 			}
 		}
 	}
