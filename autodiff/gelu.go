@@ -42,8 +42,9 @@ func (g *Graph) GELU(x *Node, approx GELUApprox) *Node {
 	return g.applyFused(&geluKernel{approx: approx}, x)
 }
 
-// geluKernel computes GELU; in float32 it runs a float32 fast path and caches what the
-// backward pass needs: 0.5(1 + tanh(·)) for the tanh form, Φ(x) and x·φ(x) for the exact one.
+// geluKernel computes GELU; in float32 it runs a float32 fast path, which for the tanh form
+// caches 0.5(1 + tanh(·)) for the backward pass; the exact form's backward pass recomputes
+// Φ(x) + x·φ(x) from x.
 type geluKernel struct {
 	approx GELUApprox
 	s32    []float32 // float32 tanh form: 0.5(1 + tanh(u)) of the last forward pass (the exact form keeps nothing)

@@ -63,22 +63,31 @@ var decodeConfigs = []struct {
 	{"tiled", func(c *Config) { c.Tiling = layers.TilingAlways }},
 }
 
+// newDecodeModel is the small LM of the decoding tests (d 16, 2 heads, 2 layers, MaxLen
+// 8) with mut applied, and its Generator.
+func newDecodeModel(t *testing.T, mut func(*Config)) (*Model, *autodiff.Model, *Generator) {
+	t.Helper()
+	cfg := DefaultConfig(ArchLM, 7, 8)
+	cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, layers.InitTorch
+	if mut != nil {
+		mut(&cfg)
+	}
+	m, am := newTestModel(t, cfg)
+	gen, err := NewGenerator(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, am, gen
+}
+
 // TestCachedGenerateMatches decodes with and without the key/value cache and requires the
 // same tokens, for each position type and a few kernels, greedy and seeded sampling. The
 // sequences run past MaxLen, so the sliding window is covered too.
 func TestCachedGenerateMatches(t *testing.T) {
 	for _, tc := range decodeConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig(ArchLM, 7, 8)
-			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, layers.InitTorch
-			if tc.mut != nil {
-				tc.mut(&cfg)
-			}
-			m, am := newTestModel(t, cfg)
-			gen, err := NewGenerator(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, am, gen := newDecodeModel(t, tc.mut)
+			cfg := m.Config
 			prompt := []int{3, 1, 4}
 			for _, dc := range decodeCases {
 				want, err := Generate(am, cfg, prompt, 12, dc.s, -1, rand.New(rand.NewPCG(5, 6)))
@@ -239,16 +248,8 @@ func TestStepLogitsMatch(t *testing.T) {
 func TestWindowStepLogitsMatch(t *testing.T) {
 	for _, tc := range decodeConfigs {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig(ArchLM, 7, 8)
-			cfg.Dim, cfg.Heads, cfg.Layers, cfg.Hidden, cfg.Init = 16, 2, 2, 24, layers.InitTorch
-			if tc.mut != nil {
-				tc.mut(&cfg)
-			}
-			m, am := newTestModel(t, cfg)
-			gen, err := NewGenerator(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, am, gen := newDecodeModel(t, tc.mut)
+			cfg := m.Config
 			var rows [][]float64
 			gen.onLogits = func(row []float64) { rows = append(rows, slices.Clone(row)) }
 			prompt := []int{3, 1, 4}
