@@ -336,6 +336,9 @@ func (t token) describe() string {
 	case tokIdent:
 		return fmt.Sprintf("name %s", quote.Text(t.text))
 	case tokNumber:
+		if len(t.text) > quote.MaxBytes { // a digit string of any length: cut as Text cuts
+			return fmt.Sprintf("number %s", quote.Text(t.text))
+		}
 		return fmt.Sprintf("number %s", t.text)
 	}
 	return quote.Text(t.text)
