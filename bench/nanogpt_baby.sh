@@ -25,6 +25,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 text=${TEXT:-$root/../shared/data/tinyshakespeare/input.txt}
 python=${PYTHON:-/usr/bin/python3}
 threads=${THREADS:-2}
+. "$(dirname "$0")/peer_blas.sh"
 evals=${EVAL_ITERS:-5}
 [ -f "$text" ] || { echo "no text at $text (set TEXT)"; exit 2; }
 [ -f "$nano/train.py" ] || { echo "$nano has no train.py: not a nanoGPT checkout"; exit 2; }

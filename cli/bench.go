@@ -432,6 +432,7 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, sha
 		locus bench.Result
 	}
 	var rows []row
+	blas := checkPeerBLAS(python, stderr)
 	for _, n := range names {
 		pargs := []string{peer, n, "--steps", strconv.Itoa(steps), "--warmup", strconv.Itoa(warmup), "--seed", strconv.FormatUint(seed, 10)}
 		if threads > 0 {
@@ -443,6 +444,7 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, sha
 		pargs = append(pargs, peerShapeArgs(n, shape)...)
 		fmt.Fprintf(stderr, "running %s %s\n", python, strings.Join(pargs, " "))
 		cmd := exec.Command(python, pargs...)
+		cmd.Env = blas.Env()
 		var errBuf bytes.Buffer
 		cmd.Stderr = &errBuf
 		out, err := cmd.Output()
@@ -476,7 +478,7 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, sha
 			return fmt.Errorf("torch peer %s: ran %s, Locus %s: not the same model (%s differs)", n, sizeOf(pr.Config), sizeOf(lr.Config), key)
 		}
 		if asJSON {
-			b, _ := json.Marshal(map[string]any{"workload": n, "torch": pr, "locus": lr, "ratio": lr.Step.Median / pr.Step.Median})
+			b, _ := json.Marshal(map[string]any{"workload": n, "torch": pr, "torch_blas_core": blas.Core, "locus": lr, "ratio": lr.Step.Median / pr.Step.Median})
 			fmt.Fprintln(stdout, string(b))
 		}
 		rows = append(rows, row{n, pr, lr})
@@ -498,8 +500,8 @@ func runCompare(names []string, steps, warmup int, seed uint64, threads int, sha
 		fmt.Fprintf(stdout, "%s: PyTorch %s, %d parameters; Locus %s, %d parameters\n", r.name, sizeOf(r.torch.Config), r.torch.NParams, sizeOf(r.locus.Config), r.locus.NParams)
 	}
 	if len(rows) > 0 {
-		fmt.Fprintf(stdout, "PyTorch %s (%s), Locus %s with %v kernels, GOMAXPROCS %d; steps %d after %d warm-up.\n",
-			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, rows[0].locus.GoVersion, rows[0].locus.CPU, rows[0].locus.GOMAXPROCS, steps, warmup)
+		fmt.Fprintf(stdout, "PyTorch %s (%s, %s), Locus %s with %v kernels, GOMAXPROCS %d; steps %d after %d warm-up.\n",
+			rows[0].torch.Env.Torch, rows[0].torch.Env.BLAS, blas, rows[0].locus.GoVersion, rows[0].locus.CPU, rows[0].locus.GOMAXPROCS, steps, warmup)
 	}
 	return nil
 }

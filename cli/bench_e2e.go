@@ -207,8 +207,10 @@ func runE2EPeer(o e2eOptions, dir string, stderr io.Writer) (*e2ePeerResult, str
 	args := []string{script, "--peer", o.peer, "--data", streams, "--steps", strconv.Itoa(o.steps), "--batch", strconv.Itoa(e2eBatch),
 		"--seqlen", strconv.Itoa(e2eSeqLen), "--eval-every", strconv.Itoa(e2eEvalEvery), "--eval-n", strconv.Itoa(e2eEvalN),
 		"--lr", strconv.FormatFloat(e2eLR, 'g', -1, 64), "--threads", strconv.Itoa(threads)}
+	blas := checkPeerBLAS(o.python, stderr)
 	fmt.Fprintf(stderr, "running %s %s\n", o.python, strings.Join(args, " "))
 	cmd := exec.Command(o.python, args...)
+	cmd.Env = blas.Env()
 	var errBuf bytes.Buffer
 	cmd.Stderr = io.MultiWriter(stderr, &errBuf) // its progress: a line per evaluation
 	t0 := time.Now()

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/locusml/locus/bench"
+	"github.com/locusml/locus/internal/simd"
 	"github.com/locusml/locus/models/transformer"
 )
 
@@ -127,6 +129,58 @@ func TestBenchStatesSize(t *testing.T) {
 		fmt.Sprintf("which holds %.3f MiB", float64(2*255*16*4)/(1<<20))} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("no %q in generate's report:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestBenchSetsPeerBLASCore: where the peer's OpenBLAS names a pre-AVX2 core
+// (testdata/fake_python_blas.sh: Prescott, as Debian 12's OpenBLAS 0.3.21 does on an
+// Emerald Rapids) on a processor with AVX2, bench -compare runs the peer with
+// OPENBLAS_CORETYPE set to the processor's kernels and says so; with OPENBLAS_CORETYPE
+// given, it is left as given.
+func TestBenchSetsPeerBLASCore(t *testing.T) {
+	want := map[simd.Level]string{simd.AVX512: "SkylakeX", simd.AVX2: "Haswell"}[simd.Detected()]
+	if want == "" {
+		t.Skip("the processor has no AVX2: OpenBLAS's fallback kernels are its best")
+	}
+	inProcessBench(t)
+	log := filepath.Join(t.TempDir(), "blas.log")
+	t.Setenv("FAKE_BLAS_LOG", log)
+	python, _ := filepath.Abs(filepath.Join("testdata", "fake_python_blas.sh"))
+	args := []string{"bench", "-workload", "charlm", "-compare", "-python", python, "-peer", filepath.Join("testdata", "fake_torch_peer.sh"),
+		"-dmodel", "8", "-heads", "2", "-layers", "1", "-dff", "16", "-seqlen", "4", "-batch", "2", "-steps", "1", "-warmup", "0"}
+	for _, given := range []string{"", "Zen"} {
+		peerBLASOnce.Clear()
+		os.Remove(log)
+		if given != "" {
+			t.Setenv("OPENBLAS_CORETYPE", given)
+		} else {
+			os.Unsetenv("OPENBLAS_CORETYPE") // t.Setenv below restores any value the test began with
+		}
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		ran, _ := os.ReadFile(log)
+		if given == "" {
+			if note := "picked its Prescott (pre-AVX2) kernels; running the peer with OPENBLAS_CORETYPE=" + want; !strings.Contains(stderr, note) {
+				t.Errorf("no %q in stderr:\n%s", note, stderr)
+			}
+			if line := fmt.Sprintf("OpenBLAS core %s (set by Locus: OpenBLAS picked Prescott for this processor)", want); !strings.Contains(stdout, line) {
+				t.Errorf("the summary does not say %q:\n%s", line, stdout)
+			}
+			if got := strings.TrimSpace(string(ran)); got != "peer OPENBLAS_CORETYPE="+want {
+				t.Errorf("the peer ran with %q, want OPENBLAS_CORETYPE=%s", got, want)
+			}
+			t.Setenv("OPENBLAS_CORETYPE", "") // registers the restore
+			os.Unsetenv("OPENBLAS_CORETYPE")
+			continue
+		}
+		if strings.Contains(stderr, "running the peer with OPENBLAS_CORETYPE") || !strings.Contains(stdout, "OpenBLAS core Zen,") && !strings.Contains(stdout, "OpenBLAS core Zen)") {
+			t.Errorf("OPENBLAS_CORETYPE=Zen given: stderr\n%s\nstdout\n%s", stderr, stdout)
+		}
+		if got := strings.TrimSpace(string(ran)); got != "peer OPENBLAS_CORETYPE=Zen" {
+			t.Errorf("the peer ran with %q, want the given OPENBLAS_CORETYPE=Zen", got)
 		}
 	}
 }
