@@ -32,6 +32,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/internal/simd"
 )
@@ -73,8 +74,15 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run 'locus <command> -h' for a command's flags.")
 }
 
+// exitNotDefined is the exit status of a command asked for a length at which the model
+// or the task is not defined (datasets.ErrLength: eval -seqlen past a learned position
+// table, addition at a length that is not 3·digits+3): the checkpoint is fine, the
+// question has no answer. locus sweep records such an eval point as not defined.
+const exitNotDefined = 3
+
 // Main runs the command line args (without the program's name), writing to stdout and
-// stderr, and returns the exit status: 0 on success, 2 for a usage error, 130 when
+// stderr, and returns the exit status: 0 on success, 2 for a usage error, 3 where the
+// model or task is not defined at the length asked (exitNotDefined), 130 when
 // interrupted, 1 for any other error.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -109,6 +117,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errInterrupted):
 		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(err))
 		return 130
+	case errors.Is(err, datasets.ErrLength):
+		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(err))
+		return exitNotDefined
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(errors.New(strings.TrimPrefix(err.Error(), "usage: "))))
 		return 2

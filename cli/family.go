@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/datasets"
 	"github.com/locusml/locus/internal/quote"
 	"github.com/locusml/locus/models/dae"
 	"github.com/locusml/locus/models/transformer"
@@ -294,7 +295,7 @@ func loadModelOnly(ck *train.Checkpoint) (Session, error) {
 func (ld *loaded) atLength(t int) (Session, *autodiff.Model, error) {
 	ls, ok := ld.sess.(LengthSession)
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: -seqlen %d: model family %s cannot evaluate at another sequence length (its sessions have no AtLength)", ld.ck.Dir, t, quote.Text(ld.family))
+		return nil, nil, datasets.LengthErrorf("%s: -seqlen %d: model family %s cannot evaluate at another sequence length (its sessions have no AtLength)", ld.ck.Dir, t, quote.Text(ld.family))
 	}
 	s, err := ls.AtLength(t)
 	if err == nil && s == nil {

@@ -130,7 +130,7 @@ func TestEvalSeqLenRefusals(t *testing.T) {
 	}{
 		{"-1", "-seqlen must be in 0..1048576 (0: the training length), got -1", 2},
 		{"2000000", "-seqlen must be in 0..1048576 (0: the training length), got 2000000", 2},
-		{"100000", "-seqlen 100000: the corpus's validation split has", 1},
+		{"100000", "-seqlen 100000: the corpus's validation split has", exitNotDefined},
 	} {
 		code, _, stderr := runCLI(t, "eval", "-ckpt", run, "-seqlen", tc.seqlen)
 		last := strings.TrimSpace(stderr[strings.LastIndex(strings.TrimSpace(stderr), "\n")+1:])

@@ -63,8 +63,11 @@ const (
 	sweepSeedKey     = "seed"          // the seed column; -grid seed=... sets the seeds
 	sweepValPrefix   = train.ValPrefix // eval's metrics are recorded as val_<name>
 	sweepNoValue     = "—"             // a table cell without a value
-	sweepSynopsis    = "-out DIR -grid 'KEY=V1,V2,...' [-grid ...] [-seeds N] [-parallel N] [-eval 'KEY=V1,V2,...'] [-plot-x KEY] [-metric NAME] [train flags]"
-	sweepFlagsNote   = "Every other flag is a flag of locus train (see locus train -h), given to every cell; -out names the sweep directory and -resume is not taken (run the same command again to resume)."
+	// sweepNotDefinedKey is results.csv's column of the reason an eval point is not
+	// defined (only where one is).
+	sweepNotDefinedKey = "not_defined"
+	sweepSynopsis      = "-out DIR -grid 'KEY=V1,V2,...' [-grid ...] [-seeds N] [-parallel N] [-eval 'KEY=V1,V2,...'] [-eval-flag KEY=V ...] [-plot-x KEY] [-metric NAME] [train flags]"
+	sweepFlagsNote     = "Every other flag is a flag of locus train (see locus train -h), given to every cell; -out names the sweep directory and -resume is not taken (run the same command again to resume)."
 )
 
 // sweepAxis is one -grid (or the -eval) key and its values, as typed.
@@ -96,13 +99,19 @@ type sweepManifest struct {
 	Seeds  []string    `json:"seeds"`
 	Base   []string    `json:"base_flags"` // train flags given to every cell, as -name=value
 	Eval   *sweepAxis  `json:"eval,omitempty"`
-	Cells  []sweepCell `json:"cells"`
+	// EvalFlags are eval flags given at every eval point (-eval-flag), as -name=value.
+	EvalFlags []string    `json:"eval_flags,omitempty"`
+	Cells     []sweepCell `json:"cells"`
 }
 
-// sweepPoint is a cell's metrics at one eval point (EvalValue "" without -eval).
+// sweepPoint is a cell's metrics at one eval point (EvalValue "" without -eval). A point
+// at which the cell's model or task is not defined (eval exits exitNotDefined: learned
+// positions past their table, addition at a length that is not 3·digits+3) has no
+// metrics and says why in NotDefined.
 type sweepPoint struct {
-	EvalValue string       `json:"eval_value,omitempty"`
-	Metrics   train.Record `json:"metrics"` // Step: the checkpoint's
+	EvalValue  string       `json:"eval_value,omitempty"`
+	Metrics    train.Record `json:"metrics"` // Step: the checkpoint's
+	NotDefined string       `json:"not_defined,omitempty"`
 }
 
 // sweepCellState is a cell's sweepCellFile: Trained once its train finished (at Step),
@@ -226,6 +235,15 @@ func parseSweep(args []string, stderr io.Writer) (*sweepPlan, error) {
 		evalAxis = &ax
 		return nil
 	})
+	var evalFlags []string
+	fs.Func("eval-flag", "KEY=VALUE: an eval flag given at every eval point, e.g. n=200 (repeat for more; with it and no -eval, each cell is evaluated once with these flags)", func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || strings.TrimSpace(k) == "" || strings.HasPrefix(k, "-") {
+			return fmt.Errorf("%s: want KEY=VALUE, an eval flag without its dash (e.g. n=200)", quote.Text(s))
+		}
+		evalFlags = append(evalFlags, "-"+k+"="+v)
+		return nil
+	})
 	fs.StringVar(&p.plotX, "plot-x", "", "the x axis of results.png: a -grid key or the -eval key (default: the -eval key, else the last numeric -grid key, else the first)")
 	fs.StringVar(&p.metric, "metric", "", "the metric of results.png (default: val_loss, else the first recorded)")
 	fs.StringVar(&p.dir, "out", "", "the sweep directory: new, empty, or a sweep of the same command to resume (required)")
@@ -312,7 +330,7 @@ func parseSweep(args []string, stderr io.Writer) (*sweepPlan, error) {
 			return nil, usageErrorf("the grid has more than %d cells", maxSweepCells)
 		}
 	}
-	p.m = sweepManifest{Format: sweepFormat, Grid: axes, Seeds: seedList, Base: base, Eval: evalAxis}
+	p.m = sweepManifest{Format: sweepFormat, Grid: axes, Seeds: seedList, Base: base, Eval: evalAxis, EvalFlags: evalFlags}
 	if p.m.Grid == nil {
 		p.m.Grid = []sweepAxis{}
 	}
@@ -360,13 +378,27 @@ Flags:
 // each configuration (whole: a value may be valid only with another key's, -momentum
 // with -optim sgd), writing nothing.
 func (p *sweepPlan) check() error {
+	for _, f := range p.m.EvalFlags {
+		k, _, _ := strings.Cut(strings.TrimPrefix(f, "-"), "=")
+		switch {
+		case k == "ckpt" || k == "json" || k == "h" || k == "help":
+			return usageErrorf("-eval-flag %s: the sweep sets eval's -%s itself", strings.TrimPrefix(f, "-"), k)
+		case p.m.Eval != nil && p.m.Eval.Key == k:
+			return usageErrorf("-eval-flag %s: -eval varies -%s", strings.TrimPrefix(f, "-"), k)
+		}
+	}
+	if len(p.m.EvalFlags) > 0 {
+		if err := runEval(append(slices.Clone(p.m.EvalFlags), "-json"), io.Discard, io.Discard); !errors.Is(err, errMissingCkpt) {
+			return usageErrorf("-eval-flag: %s", usageText(err))
+		}
+	}
 	if ax := p.m.Eval; ax != nil {
 		switch ax.Key {
 		case "ckpt", "json", "h", "help":
 			return usageErrorf("-eval %s: the sweep sets eval's -%s itself; vary another eval flag", ax.Key, ax.Key)
 		}
 		for _, v := range ax.Values {
-			err := runEval([]string{"-" + ax.Key + "=" + v, "-json"}, io.Discard, io.Discard)
+			err := runEval(append(slices.Clone(p.m.EvalFlags), "-"+ax.Key+"="+v, "-json"), io.Discard, io.Discard)
 			if !errors.Is(err, errMissingCkpt) {
 				return usageErrorf("-eval %s=%s: %s", ax.Key, v, usageText(err))
 			}
@@ -666,6 +698,8 @@ func sameSweep(had, now *sweepManifest) error {
 		return fmt.Errorf("its train flags are %s, this command's %s", show(had.Base), show(now.Base))
 	case !reflect.DeepEqual(had.Eval, now.Eval):
 		return fmt.Errorf("its -eval is %s, this command's %s", show(had.Eval), show(now.Eval))
+	case !slices.Equal(had.EvalFlags, now.EvalFlags):
+		return fmt.Errorf("its -eval-flag are %s, this command's %s", show(had.EvalFlags), show(now.EvalFlags))
 	}
 	return nil
 }
@@ -764,6 +798,10 @@ func (p *sweepPlan) runCell(ctx context.Context, i int, stderr io.Writer, mu *sy
 	}
 	var summary []string
 	for _, pt := range points {
+		if pt.NotDefined != "" {
+			summary = append(summary, p.m.Eval.Key+"="+pt.EvalValue+" not defined")
+			continue
+		}
 		for _, k := range slices.Sorted(maps.Keys(pt.Metrics.Metrics)) {
 			if k == p.shownMetric(pt.Metrics.Metrics) {
 				s := fmt.Sprintf("%s %.4f", k, pt.Metrics.Metrics[k])
@@ -796,7 +834,7 @@ func (p *sweepPlan) shownMetric(m train.Metrics) string {
 // evalCell returns the cell's metrics: eval's per -eval value, or without -eval the val
 // (and train_) metrics its run recorded at the checkpoint's step.
 func (p *sweepPlan) evalCell(ctx context.Context, dir string, step int, log *os.File) ([]sweepPoint, error) {
-	if p.m.Eval == nil {
+	if p.m.Eval == nil && len(p.m.EvalFlags) == 0 {
 		recs, err := train.ReadMetrics(dir)
 		if err != nil {
 			return nil, err
@@ -818,18 +856,33 @@ func (p *sweepPlan) evalCell(ctx context.Context, dir string, step int, log *os.
 		return nil, fmt.Errorf("%s: no val metrics recorded at step %d", filepath.Join(dir, train.MetricsFile), step)
 	}
 	var points []sweepPoint
-	for _, v := range p.m.Eval.Values {
+	values := []string{""} // -eval-flag alone: one point
+	if p.m.Eval != nil {
+		values = p.m.Eval.Values
+	}
+	for _, v := range values {
 		var env []string
 		if p.threads != "" {
 			env = []string{"GOMAXPROCS=" + p.threads}
 		}
-		out, err := p.child(ctx, []string{"eval", "-ckpt=" + dir, "-json", "-" + p.m.Eval.Key + "=" + v}, log, env)
+		args := append([]string{"eval", "-ckpt=" + dir, "-json"}, p.m.EvalFlags...)
+		at := "eval"
+		if p.m.Eval != nil {
+			args = append(args, "-"+p.m.Eval.Key+"="+v)
+			at = "eval -" + p.m.Eval.Key + "=" + v
+		}
+		out, err := p.child(ctx, args, log, env)
+		var exit childExit
+		if errors.As(err, &exit) && exit.code == exitNotDefined {
+			points = append(points, sweepPoint{EvalValue: v, Metrics: train.Record{Step: step, Metrics: train.Metrics{}}, NotDefined: notDefinedReason(exit.msg)})
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
 		var raw map[string]*float64
 		if err := json.Unmarshal(bytes.TrimSpace(out), &raw); err != nil {
-			return nil, fmt.Errorf("eval -%s=%s: its output is not a JSON object of metrics: %w", p.m.Eval.Key, v, err)
+			return nil, fmt.Errorf("%s: its output is not a JSON object of metrics: %w", at, err)
 		}
 		m := train.Metrics{}
 		for k, x := range raw {
@@ -912,10 +965,30 @@ func (p *sweepPlan) child(ctx context.Context, args []string, log *os.File, env 
 	case errors.As(err, &exit) && (exit.ExitCode() == 130 || ctx.Err() != nil):
 		return nil, errInterrupted
 	case errors.As(err, &exit):
-		return nil, fmt.Errorf("locus %s: exit %d: %s", args[0], exit.ExitCode(), logTail(log, from))
+		return nil, childExit{cmd: args[0], code: exit.ExitCode(), msg: logTail(log, from)}
 	default:
 		return nil, err
 	}
+}
+
+// childExit is a cell's process that exited non-zero: its command, status and last line.
+type childExit struct {
+	cmd  string
+	code int
+	msg  string
+}
+
+func (e childExit) Error() string { return fmt.Sprintf("locus %s: exit %d: %s", e.cmd, e.code, e.msg) }
+
+// notDefinedReason is the reason of a point eval refused with exitNotDefined: its
+// message after the checkpoint and flag it names ("locus eval: DIR: -seqlen 128: ").
+func notDefinedReason(msg string) string {
+	if i := strings.LastIndex(msg, ": -"); i >= 0 {
+		if j := strings.Index(msg[i+3:], ": "); j >= 0 {
+			return msg[i+3+j+2:]
+		}
+	}
+	return strings.TrimPrefix(msg, "locus eval: ")
 }
 
 // logTail returns the last line that log holds after offset from (read from at most
@@ -1079,7 +1152,12 @@ func (p *sweepPlan) writeCSV(w io.Writer, rows []sweepRow, metrics []string) err
 		head = append(head, p.m.Eval.Key)
 	}
 	head = append(head, "dir", "step")
-	cw.Write(append(head, metrics...))
+	notDefined := slices.ContainsFunc(rows, func(r sweepRow) bool { return r.point.NotDefined != "" })
+	head = append(head, metrics...)
+	if notDefined {
+		head = append(head, sweepNotDefinedKey)
+	}
+	cw.Write(head)
 	for _, r := range rows {
 		var rec []string
 		for _, kv := range r.cell.Settings {
@@ -1098,6 +1176,9 @@ func (p *sweepPlan) writeCSV(w io.Writer, rows []sweepRow, metrics []string) err
 				rec = append(rec, "")
 			}
 		}
+		if notDefined {
+			rec = append(rec, r.point.NotDefined)
+		}
 		cw.Write(rec)
 	}
 	cw.Flush()
@@ -1110,6 +1191,9 @@ type sweepGroup struct {
 	evalValue string
 	values    map[string][]float64 // per metric, one per seed that recorded it
 	seeds     int
+	// notDefined is the reason of the seeds whose model or task is not defined at this
+	// eval point (one reason: the seeds differ only in their seed).
+	notDefined string
 }
 
 // groups gathers the rows per configuration and eval point, in the manifest's order.
@@ -1125,6 +1209,9 @@ func (p *sweepPlan) groups(rows []sweepRow) []*sweepGroup {
 			out = append(out, g)
 		}
 		g.seeds++
+		if r.point.NotDefined != "" {
+			g.notDefined = r.point.NotDefined
+		}
 		for k, v := range r.point.Metrics.Metrics {
 			g.values[k] = append(g.values[k], v)
 		}
@@ -1201,6 +1288,23 @@ func (p *sweepPlan) writeTable(w io.Writer, groups []*sweepGroup, metrics []stri
 			cells = append(cells, formatMeanSD(g.values[m]))
 		}
 		line(cells)
+	}
+	// The reasons of the rows without values, each once, with the rows it holds for.
+	var reasons []string
+	count := map[string]int{}
+	for _, g := range groups {
+		if g.notDefined != "" {
+			if count[g.notDefined] == 0 {
+				reasons = append(reasons, g.notDefined)
+			}
+			count[g.notDefined]++
+		}
+	}
+	if len(reasons) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(w, "%s not defined (%s): %s\n", sweepNoValue, plural(count[r], "row"), r)
 	}
 }
 

@@ -108,6 +108,12 @@ func TestSweepRefusesBadGrids(t *testing.T) {
 		{[]string{"-grid", "lr=1e-3", "-eval", "bogus=1,2"}, "-eval bogus=1: flag provided but not defined: -bogus"},
 		{[]string{"-grid", "lr=1e-3", "-eval", "n=100,0"}, "-eval n=0: -n must be in 1.."},
 		{[]string{"-grid", "lr=1e-3", "-eval", "ckpt=a"}, "-eval ckpt: the sweep sets eval's -ckpt itself"},
+		{[]string{"-grid", "lr=1e-3", "-eval-flag", "bogus=1"}, "-eval-flag: flag provided but not defined: -bogus"},
+		{[]string{"-grid", "lr=1e-3", "-eval-flag", "n=0"}, "-eval-flag: -n must be in 1.."},
+		{[]string{"-grid", "lr=1e-3", "-eval-flag", "json=false"}, "-eval-flag json=false: the sweep sets eval's -json itself"},
+		{[]string{"-grid", "lr=1e-3", "-eval", "seqlen=6,12", "-eval-flag", "seqlen=6"}, "-eval-flag seqlen=6: -eval varies -seqlen"},
+		{[]string{"-grid", "lr=1e-3", "-eval-flag", "-n=5"}, `invalid value "-n=5" for flag -eval-flag: "-n=5": want KEY=VALUE`},
+		{[]string{"-grid", "lr=1e-3", "-eval-flag", "n"}, `invalid value "n" for flag -eval-flag: "n": want KEY=VALUE`},
 		{[]string{"-grid", "lr=1e-3", "-plot-x", "kernel"}, `-plot-x "kernel": not a -grid key or the -eval key (lr)`},
 		{[]string{"-grid", "lr=1e-3", "-seeds", "2", "-plot-x", "seed"}, `-plot-x "seed": not a -grid key or the -eval key (lr)`},
 		{[]string{"-seeds", "0"}, "-seeds must be in 1.."},
@@ -581,5 +587,51 @@ func TestSweepSeriesStylesDiffer(t *testing.T) {
 			t.Fatalf("lines %d and %d are drawn alike (%s)", j, i, key)
 		}
 		seen[key] = i
+	}
+}
+
+// TestSweepNotDefinedPoints: an eval point at which a cell's model is not defined
+// (learned positions past their table) is recorded as such, with the reason, in the cell,
+// results.csv and results.md, and the sweep succeeds; -eval-flag reaches every eval.
+func TestSweepNotDefinedPoints(t *testing.T) {
+	asLocus(t)
+	out := filepath.Join(t.TempDir(), "sweep")
+	args := sweepArgs(out, "-grid", "positions=learned,sinusoidal", "-eval", "seqlen=6,12", "-eval-flag", "n=30")
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("sweep: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "seqlen=12 not defined") {
+		t.Errorf("the progress line does not say the point is not defined:\n%s", stderr)
+	}
+	head, rows := readCSV(t, filepath.Join(out, sweepCSVFile))
+	if len(rows) != 4 || head[len(head)-1] != sweepNotDefinedKey {
+		t.Fatalf("CSV head %q, %d rows", head, len(rows))
+	}
+	reason := "transformer: learned positions: rows of 12 tokens, but the position table has 6 (max_len)"
+	for _, r := range rows {
+		undefined := r["positions"] == "learned" && r["seqlen"] == "12"
+		if undefined != (r["val_loss"] == "") || undefined != strings.HasPrefix(r[sweepNotDefinedKey], reason) {
+			t.Errorf("row %v: not defined %v, but val_loss %q and reason %q", r, undefined, r["val_loss"], r[sweepNotDefinedKey])
+		}
+	}
+	table, _ := os.ReadFile(filepath.Join(out, sweepTableFile))
+	if want := "— not defined (1 row): " + reason; !strings.Contains(string(table), want) || !strings.Contains(stdout, want) {
+		t.Errorf("results.md has no line %q:\n%s", want, table)
+	}
+	if !strings.Contains(string(table), "| `learned` | 12 | 1 | — | — | — |") {
+		t.Errorf("results.md has no empty row for learned at 12:\n%s", table)
+	}
+	logs, _ := filepath.Glob(filepath.Join(out, sweepLogDir, "*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		if n := strings.Count(string(b), "locus eval -ckpt="); n != 2 || strings.Count(string(b), "-json -n=30 -seqlen=") != 2 {
+			t.Errorf("%s: %d evals, not each with -n=30:\n%s", l, n, b)
+		}
+	}
+	// eval itself: exit 3 and one line.
+	code, _, stderr = runCLI(t, "eval", "-ckpt", filepath.Join(out, rows[0]["dir"]), "-seqlen", "12")
+	if code != exitNotDefined || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, reason) {
+		t.Errorf("eval -seqlen 12 of learned positions: exit %d, %q", code, stderr)
 	}
 }

@@ -1,9 +1,28 @@
 package datasets
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
+
+// ErrLength is what an error matches (errors.Is) when a task or a model is not defined at
+// the length it was asked for: a task posed only at its own length, addition at a length
+// that is not 3·digits+3, learned positions past their table. Such an error is a property
+// of what was trained, not a fault of the input: locus eval exits 3 on it, and locus sweep
+// records the eval point as not applicable instead of failing the cell.
+var ErrLength = errors.New("not defined at this length")
+
+// lengthError is an error that matches ErrLength; its text is the message alone.
+type lengthError struct{ error }
+
+func (e lengthError) Is(target error) bool { return target == ErrLength }
+func (e lengthError) Unwrap() error        { return e.error }
+
+// LengthErrorf formats an error that matches ErrLength.
+func LengthErrorf(format string, args ...any) error {
+	return lengthError{fmt.Errorf(format, args...)}
+}
 
 // TaskConfigAtLength returns cfg changed so that the task called name is posed at length
 // t, for evaluating a model at another length than it trained at (length
@@ -33,7 +52,7 @@ func TaskConfigAtLength(name string, cfg TaskConfig, t int) (TaskConfig, error) 
 	if own := baseSeqLen(task); own == t {
 		return cfg, nil
 	} else if base == "modular" || base == "recall" {
-		return cfg, fmt.Errorf("task %s is posed only at its length %d, which follows from its other parameters; not at %d", name, own, t)
+		return cfg, LengthErrorf("task %s is posed only at its length %d, which follows from its other parameters; not at %d", name, own, t)
 	}
 	out := cfg
 	switch base {
@@ -44,7 +63,7 @@ func TaskConfigAtLength(name string, cfg TaskConfig, t int) (TaskConfig, error) 
 			if lo == hi {
 				near = fmt.Sprint(lo)
 			}
-			return cfg, fmt.Errorf("task %s is posed at lengths 3·digits+3 (6, 9, 12, ...): not at %d (the nearest: %s)", name, t, near)
+			return cfg, LengthErrorf("task %s is posed at lengths 3·digits+3 (6, 9, 12, ...): not at %d (the nearest: %s)", name, t, near)
 		}
 		out.Digits = (t - 3) / 3
 		if out.SeqLen != 0 {
@@ -55,10 +74,10 @@ func TaskConfigAtLength(name string, cfg TaskConfig, t int) (TaskConfig, error) 
 	}
 	at, err := TaskByName(name, out)
 	if err != nil {
-		return cfg, fmt.Errorf("task %s at length %d: %w", name, t, err)
+		return cfg, LengthErrorf("task %s at length %d: %w", name, t, err)
 	}
 	if got := baseSeqLen(at); got != t {
-		return cfg, fmt.Errorf("task %s does not take its length from seq_len: at seq_len %d its length is %d", name, t, got)
+		return cfg, LengthErrorf("task %s does not take its length from seq_len: at seq_len %d its length is %d", name, t, got)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,28 @@ func TestTaskConfigAtLength(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s at %d: %v, want one line with %q", tc.task, tc.t, err, tc.want)
 		}
+	}
+}
+
+// TestLengthErrorsMatchErrLength: the lengths a task is not defined at give errors that
+// match ErrLength (eval's exit status 3, a sweep's "not defined" point) with their own
+// text; a length out of range is not one of them.
+func TestLengthErrorsMatchErrLength(t *testing.T) {
+	for _, tc := range []struct {
+		task string
+		t    int
+		want string
+	}{
+		{"addition", 31, "task addition is posed at lengths 3·digits+3 (6, 9, 12, ...): not at 31 (the nearest: 30 or 33)"},
+		{"modular", 9, "task modular is posed only at its length"},
+		{"dyck1", 33, "task dyck1 at length 33: "},
+	} {
+		_, err := TaskConfigAtLength(tc.task, TaskConfig{}, tc.t)
+		if !errors.Is(err, ErrLength) || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), ErrLength.Error()) {
+			t.Errorf("%s at %d: %v; want an ErrLength with text %q", tc.task, tc.t, err, tc.want)
+		}
+	}
+	if _, err := TaskConfigAtLength("copy", TaskConfig{}, 0); err == nil || errors.Is(err, ErrLength) {
+		t.Errorf("copy at 0: %v, want an error that is not ErrLength", err)
 	}
 }

@@ -33,7 +33,7 @@ func (m *Model) AtLength(t int) (*Model, error) {
 	case t <= m.Config.MaxLen:
 		return m, nil
 	case m.Config.Positions == layers.PositionsLearned:
-		return nil, fmt.Errorf("transformer: learned positions: rows of %d tokens, but the position table has %d (max_len); sinusoidal, rotary and no positions (none) run at any length", t, m.Config.MaxLen)
+		return nil, datasets.LengthErrorf("transformer: learned positions: rows of %d tokens, but the position table has %d (max_len); sinusoidal, rotary and no positions (none) run at any length", t, m.Config.MaxLen)
 	}
 	out := *m
 	out.Config.MaxLen = t
@@ -57,7 +57,7 @@ func (d *Data) AtLength(t int) (*Data, error) {
 			return nil, fmt.Errorf("data: windows of %d tokens, want 1 to %d", t, MaxLen)
 		}
 		if n := len(d.Corpus.Val); n <= t {
-			return nil, fmt.Errorf("the corpus's validation split has %d tokens, too few for one window of %d + 1", n, t)
+			return nil, datasets.LengthErrorf("the corpus's validation split has %d tokens, too few for one window of %d + 1", n, t)
 		}
 		out.Config.SeqLen = t
 		out.Config.Batch = min(d.Config.Batch, max(1, d.Config.Batch*d.Config.SeqLen/t))
