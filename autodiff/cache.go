@@ -1,5 +1,7 @@
 package autodiff
 
+import "runtime"
+
 // A Model keeps what it compiled for each input signature, so that a signature it has
 // seen runs without compiling again. A compiled graph holds buffers for its values, so
 // a caller whose inputs grow at every run (decoding with a key/value cache that grows by
@@ -9,9 +11,18 @@ package autodiff
 // signatureBudget bytes of graph values (the newest signature is always kept) and at most
 // maxSignatures signatures. Training and evaluation use a few signatures; generating with
 // the char LM's 64-token context about 65, 1–2 MB each.
+//
+// A dropped graph's buffers are garbage, but the collector lets the heap grow to about
+// twice what is live before it runs (GOGC=100): a signature that replaces a large one
+// (the evaluation graph after the training graph at T = 4096, and the training graph
+// again after it) would allocate its buffers beside the dropped ones, and the process's
+// peak would be the two graphs, not one (1.5 GB against the step's 0.9 GB). So when the
+// values dropped at once reach collectAfterDrop, the Model collects before the new
+// graph's first run allocates its buffers, and they take the dropped ones' place.
 var (
-	signatureBudget int64 = 256 << 20
-	maxSignatures         = 1024
+	signatureBudget  int64 = 256 << 20
+	maxSignatures          = 1024
+	collectAfterDrop int64 = 32 << 20
 )
 
 // signatureCache maps input signatures to what Model compiled for them.
@@ -44,8 +55,8 @@ func (c *signatureCache[V]) get(key []byte) (V, bool) {
 }
 
 // put stores v, whose graphs hold bytes of values, for key, then drops the least recently
-// used other entries while the cache is over its budget.
-func (c *signatureCache[V]) put(key []byte, v V, bytes int64) {
+// used other entries while the cache is over its budget, and returns the bytes it dropped.
+func (c *signatureCache[V]) put(key []byte, v V, bytes int64) (dropped int64) {
 	if old, ok := c.entries[string(key)]; ok {
 		c.bytes -= old.bytes
 	}
@@ -61,8 +72,18 @@ func (c *signatureCache[V]) put(key []byte, v V, bytes int64) {
 				oldest, first = ek, false
 			}
 		}
+		dropped += c.entries[oldest].bytes
 		c.bytes -= c.entries[oldest].bytes
 		delete(c.entries, oldest)
+	}
+	return dropped
+}
+
+// collectDropped runs the garbage collector when dropped (bytes of graph values a cache
+// just let go) reaches collectAfterDrop, so that the next graph's buffers reuse theirs.
+func collectDropped(dropped int64) {
+	if dropped >= collectAfterDrop {
+		runtime.GC()
 	}
 }
 

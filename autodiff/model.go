@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sort"
 
@@ -205,7 +206,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 			if p, err = m.plan(inputs, mode, parts, examples); err != nil {
 				return nil, err
 			}
-			m.plans.put(m.key, p, p.bytes())
+			collectDropped(m.plans.put(m.key, p, p.bytes()))
 		}
 		if !p.whole {
 			return m.runParts(p, inputs, mode)
@@ -218,7 +219,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 			return nil, err
 		}
 		c.intoParams()
-		m.cache.put(m.key, c, graphBytes(c.g))
+		collectDropped(m.cache.put(m.key, c, graphBytes(c.g)))
 	}
 	return m.exec(c, inputs, mode)
 }
@@ -317,6 +318,13 @@ func (m *Model) compile(inputs map[string]*tensor.Dense, mode RunMode, rng *rand
 	} else {
 		c.vm = G.NewTapeMachine(g.eg)
 	}
+	// gorgonia gives every tape machine a finalizer, which does nothing without CUDA. An
+	// object with a finalizer keeps all it references alive through one more collection
+	// after it is dropped, and the finalizer goroutine must run in between: a dropped
+	// graph's buffers (its machine's registers) outlived the collection that was to free
+	// them (collectDropped), and the process's peak held two graphs at T = 4096. Without
+	// the finalizer a dropped graph is freed by one collection.
+	runtime.SetFinalizer(c.vm, nil)
 	return c, nil
 }
 
