@@ -197,6 +197,7 @@ type sweepPlan struct {
 	parallel    int
 	threads     string // -threads of every cell ("" when a grid or base flag sets it)
 	plotX       string
+	plotBy      string // -plot-by: a results-KEY=V.png per value of this grid key
 	metric      string
 	userThreads []string // a -threads given on the command line, passed to every cell
 }
@@ -244,6 +245,7 @@ func parseSweep(args []string, stderr io.Writer) (*sweepPlan, error) {
 		evalFlags = append(evalFlags, "-"+k+"="+v)
 		return nil
 	})
+	fs.StringVar(&p.plotBy, "plot-by", "", "also draw a plot per value of this -grid key, results-KEY=VALUE.png, with the lines of the cells that have it (for grids with too many lines for one plot)")
 	fs.StringVar(&p.plotX, "plot-x", "", "the x axis of results.png: a -grid key or the -eval key (default: the -eval key, else the last numeric -grid key, else the first)")
 	fs.StringVar(&p.metric, "metric", "", "the metric of results.png (default: val_loss, else the first recorded)")
 	fs.StringVar(&p.dir, "out", "", "the sweep directory: new, empty, or a sweep of the same command to resume (required)")
@@ -404,6 +406,12 @@ func (p *sweepPlan) check() error {
 			}
 		}
 	}
+	if p.plotBy != "" && !slices.ContainsFunc(p.m.Grid, func(a sweepAxis) bool { return a.Key == p.plotBy }) {
+		return usageErrorf("-plot-by %s: not a -grid key (%s)", quote.Text(p.plotBy), strings.Join(p.gridKeys(), ", "))
+	}
+	if p.plotBy != "" && p.plotBy == p.plotX {
+		return usageErrorf("-plot-by %s: it is the plot's x axis (-plot-x)", quote.Text(p.plotBy))
+	}
 	if p.plotX != "" && !slices.ContainsFunc(p.m.Grid, func(a sweepAxis) bool { return a.Key == p.plotX }) && (p.m.Eval == nil || p.m.Eval.Key != p.plotX) {
 		return usageErrorf("-plot-x %s: not a -grid key or the -eval key (%s)", quote.Text(p.plotX), strings.Join(p.axisKeys(), ", "))
 	}
@@ -438,6 +446,15 @@ func usageText(err error) string {
 }
 
 // axisKeys are the keys -plot-x may name.
+// gridKeys returns the -grid keys.
+func (p *sweepPlan) gridKeys() []string {
+	var keys []string
+	for _, a := range p.m.Grid {
+		keys = append(keys, a.Key)
+	}
+	return keys
+}
+
 func (p *sweepPlan) axisKeys() []string {
 	var keys []string
 	for _, a := range p.m.Grid {
@@ -1085,17 +1102,43 @@ func (p *sweepPlan) writeResults(stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if x != "" && len(rows) > 0 {
-		chart := sweepChart(p, groups, x, metric)
+	draw := func(file string, groups []*sweepGroup, by sweepSetting) error {
+		chart := sweepChart(p, groups, x, metric, by)
 		png, err := chart.PNG(sweepChartWidth(chart), train.ChartHeight)
 		if err != nil {
 			return fmt.Errorf("results plot: %w", err)
 		}
-		path := filepath.Join(p.dir, sweepPlotFile)
+		path := filepath.Join(p.dir, file)
 		if err := regularfile.WriteFile(path, func(w io.Writer) error { _, err := w.Write(png); return err }); err != nil {
 			return err
 		}
 		written = append(written, path)
+		return nil
+	}
+	if x != "" && len(rows) > 0 {
+		if err := draw(sweepPlotFile, groups, sweepSetting{}); err != nil {
+			return err
+		}
+		for _, ax := range p.m.Grid {
+			if ax.Key != p.plotBy {
+				continue
+			}
+			for _, v := range ax.Values {
+				by := sweepSetting{Key: ax.Key, Value: v}
+				var some []*sweepGroup
+				for _, g := range groups {
+					if slices.Contains(g.settings, by) {
+						some = append(some, g)
+					}
+				}
+				if len(some) == 0 {
+					continue
+				}
+				if err := draw(sweepPlotByFile(by), some, by); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	fmt.Fprintf(stderr, "locus sweep: wrote %s\n", strings.Join(written, ", "))
 	return nil
@@ -1337,7 +1380,15 @@ func seriesStyle(i int) (color.Color, []vg.Length, draw.GlyphDrawer) {
 	return headColor(i), nil, draw.CircleGlyph{}
 }
 
-func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string) *train.Chart {
+// sweepPlotByFile is the plot of the cells with setting by (-plot-by): results-KEY=V.png,
+// the setting made safe for the file system as cell names are.
+func sweepPlotByFile(by sweepSetting) string {
+	return "results-" + sanitizeCellName(by.Key+"="+by.Value) + ".png"
+}
+
+// sweepChart draws groups; by, if set (-plot-by), is the setting they all have: it is
+// named in the title and left out of the lines' labels.
+func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string, by sweepSetting) *train.Chart {
 	var xValues []string
 	if p.m.Eval != nil && p.m.Eval.Key == x {
 		xValues = p.m.Eval.Values
@@ -1366,9 +1417,11 @@ func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string) *train.Cha
 		var xv string
 		var rest []string
 		for _, kv := range g.settings {
-			if kv.Key == x {
+			switch kv.Key {
+			case x:
 				xv = kv.Value
-			} else {
+			case by.Key:
+			default:
 				rest = append(rest, kv.Key+"="+kv.Value)
 			}
 		}
@@ -1400,6 +1453,9 @@ func sweepChart(p *sweepPlan, groups []*sweepGroup, x, metric string) *train.Cha
 	c := train.NewChart()
 	seeds := len(p.m.Seeds)
 	c.Plot.Title.Text = fmt.Sprintf("%s against %s: mean ± sd over %d seed%s", metric, x, seeds, map[bool]string{true: "", false: "s"}[seeds == 1])
+	if by.Key != "" {
+		c.Plot.Title.Text = by.Key + "=" + by.Value + ": " + c.Plot.Title.Text
+	}
 	c.Plot.X.Label.Text = x
 	c.Plot.Y.Label.Text = metric
 	c.Plot.Y.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {

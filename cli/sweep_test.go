@@ -114,6 +114,8 @@ func TestSweepRefusesBadGrids(t *testing.T) {
 		{[]string{"-grid", "lr=1e-3", "-eval", "seqlen=6,12", "-eval-flag", "seqlen=6"}, "-eval-flag seqlen=6: -eval varies -seqlen"},
 		{[]string{"-grid", "lr=1e-3", "-eval-flag", "-n=5"}, `invalid value "-n=5" for flag -eval-flag: "-n=5": want KEY=VALUE`},
 		{[]string{"-grid", "lr=1e-3", "-eval-flag", "n"}, `invalid value "n" for flag -eval-flag: "n": want KEY=VALUE`},
+		{[]string{"-grid", "lr=1e-3", "-plot-by", "kernel"}, `-plot-by "kernel": not a -grid key (lr)`},
+		{[]string{"-grid", "lr=1e-3,3e-3", "-plot-x", "lr", "-plot-by", "lr"}, `-plot-by "lr": it is the plot's x axis (-plot-x)`},
 		{[]string{"-grid", "lr=1e-3", "-plot-x", "kernel"}, `-plot-x "kernel": not a -grid key or the -eval key (lr)`},
 		{[]string{"-grid", "lr=1e-3", "-seeds", "2", "-plot-x", "seed"}, `-plot-x "seed": not a -grid key or the -eval key (lr)`},
 		{[]string{"-seeds", "0"}, "-seeds must be in 1.."},
@@ -329,7 +331,7 @@ func TestSweepRunsTheGrid(t *testing.T) {
 	if err != nil || x != "lr" || metric != "val_loss" {
 		t.Fatalf("plot of %q against %q, %v", metric, x, err)
 	}
-	chart := sweepChart(p, p.groups(rowsNow), x, metric)
+	chart := sweepChart(p, p.groups(rowsNow), x, metric, sweepSetting{})
 	if !slices.Equal(chart.Entries, []string{"kernel=exponential", "kernel=gaussian*window(4)"}) {
 		t.Errorf("legend %q", chart.Entries)
 	}
@@ -459,7 +461,7 @@ func TestSweepEvalPoints(t *testing.T) {
 	}
 	rs := p.rows()
 	x, metric, _ := p.plotChoice(metricNames(rs))
-	chart := sweepChart(p, p.groups(rs), x, metric)
+	chart := sweepChart(p, p.groups(rs), x, metric, sweepSetting{})
 	if x != "n" || len(chart.Entries) != 2 || len(chart.Series["kernel=laplacian"]) != 3 || chart.Series["kernel=laplacian"][2].X != 160 {
 		t.Errorf("plot against %q: %q %v", x, chart.Entries, chart.Series)
 	}
@@ -474,7 +476,7 @@ func TestSweepEvalPoints(t *testing.T) {
 		t.Errorf("x ticks %q, want the swept values", labels)
 	}
 	// A categorical x: the kernels at 0 and 1, a line per eval point.
-	chart = sweepChart(p, p.groups(rs), "kernel", "val_token_acc")
+	chart = sweepChart(p, p.groups(rs), "kernel", "val_token_acc", sweepSetting{})
 	if !slices.Equal(chart.Entries, []string{"n=20", "n=40", "n=160"}) || len(chart.Series["n=40"]) != 2 || chart.Series["n=40"][1].X != 1 {
 		t.Errorf("plot against kernel: %q %v", chart.Entries, chart.Series)
 	}
@@ -596,7 +598,7 @@ func TestSweepSeriesStylesDiffer(t *testing.T) {
 func TestSweepNotDefinedPoints(t *testing.T) {
 	asLocus(t)
 	out := filepath.Join(t.TempDir(), "sweep")
-	args := sweepArgs(out, "-grid", "positions=learned,sinusoidal", "-eval", "seqlen=6,12", "-eval-flag", "n=30")
+	args := sweepArgs(out, "-grid", "positions=learned,sinusoidal", "-grid", "kernel=exponential,laplacian", "-eval", "seqlen=6,12", "-eval-flag", "n=30", "-plot-by", "positions")
 	code, stdout, stderr := runCLI(t, args...)
 	if code != 0 {
 		t.Fatalf("sweep: exit %d\n%s", code, stderr)
@@ -605,7 +607,7 @@ func TestSweepNotDefinedPoints(t *testing.T) {
 		t.Errorf("the progress line does not say the point is not defined:\n%s", stderr)
 	}
 	head, rows := readCSV(t, filepath.Join(out, sweepCSVFile))
-	if len(rows) != 4 || head[len(head)-1] != sweepNotDefinedKey {
+	if len(rows) != 8 || head[len(head)-1] != sweepNotDefinedKey {
 		t.Fatalf("CSV head %q, %d rows", head, len(rows))
 	}
 	reason := "transformer: learned positions: rows of 12 tokens, but the position table has 6 (max_len)"
@@ -616,10 +618,10 @@ func TestSweepNotDefinedPoints(t *testing.T) {
 		}
 	}
 	table, _ := os.ReadFile(filepath.Join(out, sweepTableFile))
-	if want := "— not defined (1 row): " + reason; !strings.Contains(string(table), want) || !strings.Contains(stdout, want) {
+	if want := "— not defined (2 rows): " + reason; !strings.Contains(string(table), want) || !strings.Contains(stdout, want) {
 		t.Errorf("results.md has no line %q:\n%s", want, table)
 	}
-	if !strings.Contains(string(table), "| `learned` | 12 | 1 | — | — | — |") {
+	if !strings.Contains(string(table), "| `learned` | `laplacian` | 12 | 1 | — | — | — |") {
 		t.Errorf("results.md has no empty row for learned at 12:\n%s", table)
 	}
 	logs, _ := filepath.Glob(filepath.Join(out, sweepLogDir, "*.log"))
@@ -627,6 +629,28 @@ func TestSweepNotDefinedPoints(t *testing.T) {
 		b, _ := os.ReadFile(l)
 		if n := strings.Count(string(b), "locus eval -ckpt="); n != 2 || strings.Count(string(b), "-json -n=30 -seqlen=") != 2 {
 			t.Errorf("%s: %d evals, not each with -n=30:\n%s", l, n, b)
+		}
+	}
+	// -plot-by: a plot per positions value, its lines the kernels, learned's at seqlen 6 only.
+	p, err := parseSweep(args[1:], &strings.Builder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := p.rows()
+	var learned []*sweepGroup
+	for _, g := range p.groups(rs) {
+		if g.settings[0].Value == "learned" {
+			learned = append(learned, g)
+		}
+	}
+	chart := sweepChart(p, learned, "seqlen", "val_loss", sweepSetting{Key: "positions", Value: "learned"})
+	if !slices.Equal(chart.Entries, []string{"kernel=exponential", "kernel=laplacian"}) || len(chart.Series["kernel=laplacian"]) != 1 ||
+		!strings.HasPrefix(chart.Plot.Title.Text, "positions=learned: val_loss against seqlen") {
+		t.Errorf("-plot-by positions: title %q, lines %q %v", chart.Plot.Title.Text, chart.Entries, chart.Series)
+	}
+	for _, v := range []string{"learned", "sinusoidal"} {
+		if _, err := os.Stat(filepath.Join(out, "results-positions="+v+".png")); err != nil {
+			t.Errorf("-plot-by positions: %v", err)
 		}
 	}
 	// eval itself: exit 3 and one line.
