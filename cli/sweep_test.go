@@ -653,6 +653,12 @@ func TestSweepNotDefinedPoints(t *testing.T) {
 			t.Errorf("-plot-by positions: %v", err)
 		}
 	}
+	// Another -eval-flag in the same directory is refused, naming it.
+	other := slices.Clone(args)
+	other[slices.Index(other, "n=30")] = "n=31"
+	if code, _, stderr := runCLI(t, other...); code != 2 || !strings.Contains(stderr, `its -eval-flag are ["-n=30"], this command's ["-n=31"]`) {
+		t.Errorf("another -eval-flag: exit %d, %q", code, stderr)
+	}
 	// eval itself: exit 3 and one line.
 	code, _, stderr = runCLI(t, "eval", "-ckpt", filepath.Join(out, rows[0]["dir"]), "-seqlen", "12")
 	if code != exitNotDefined || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, reason) {
