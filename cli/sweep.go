@@ -456,10 +456,7 @@ func (p *sweepPlan) gridKeys() []string {
 }
 
 func (p *sweepPlan) axisKeys() []string {
-	var keys []string
-	for _, a := range p.m.Grid {
-		keys = append(keys, a.Key)
-	}
+	keys := p.gridKeys()
 	if p.m.Eval != nil {
 		keys = append(keys, p.m.Eval.Key)
 	}
@@ -816,7 +813,11 @@ func (p *sweepPlan) runCell(ctx context.Context, i int, stderr io.Writer, mu *sy
 	var summary []string
 	for _, pt := range points {
 		if pt.NotDefined != "" {
-			summary = append(summary, p.m.Eval.Key+"="+pt.EvalValue+" not defined")
+			at := "eval"
+			if p.m.Eval != nil {
+				at = p.m.Eval.Key + "=" + pt.EvalValue
+			}
+			summary = append(summary, at+" not defined")
 			continue
 		}
 		for _, k := range slices.Sorted(maps.Keys(pt.Metrics.Metrics)) {

@@ -659,6 +659,12 @@ func TestSweepNotDefinedPoints(t *testing.T) {
 	if code, _, stderr := runCLI(t, other...); code != 2 || !strings.Contains(stderr, `its -eval-flag are ["-n=30"], this command's ["-n=31"]`) {
 		t.Errorf("another -eval-flag: exit %d, %q", code, stderr)
 	}
+	// -eval-flag alone at a length the model is not defined at: one point, not defined.
+	alone := filepath.Join(t.TempDir(), "alone")
+	code, _, stderr = runCLI(t, sweepArgs(alone, "-grid", "positions=learned", "-eval-flag", "seqlen=12")...)
+	if code != 0 || !strings.Contains(stderr, "eval not defined") {
+		t.Errorf("-eval-flag seqlen=12 alone: exit %d\n%s", code, stderr)
+	}
 	// eval itself: exit 3 and one line.
 	code, _, stderr = runCLI(t, "eval", "-ckpt", filepath.Join(out, rows[0]["dir"]), "-seqlen", "12")
 	if code != exitNotDefined || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, reason) {
