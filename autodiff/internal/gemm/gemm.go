@@ -497,7 +497,8 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float
 }
 
 // macroDirect is macro with op(A) (alpha 1) read in place from rows 0..m−1, columns
-// pc..pc+kb−1 (of a, or of aᵀ if trans), one column panel of B at a time (panelDirect). A
+// pc..pc+kb−1 (of a, or of aᵀ if trans), in blocks of directRows(kb) rows (the last block
+// takes the rows left over), each block one column panel of B at a time (panelDirect). A
 // last panel of at most narrow.nr columns (n = 65 or 784 with 32-column panels) is
 // computed by the narrow kernel, which reads the first columns of the packed panel, where
 // m is at least both kernels' rows (so that neither packs A's rows).
@@ -510,16 +511,50 @@ func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []
 	if edge != nil && (m < edge.mr || m < kr.mr) {
 		edge = nil
 	}
-	for s := 0; s < nb; s += nr {
-		cols := min(nr, nb-s)
-		b, ldb := bp.panel(s, kb, nr)
-		k := kr
-		if edge != nil && cols <= edge.nr {
-			k = edge
+	rows := directRows(kb)
+	chunks := max(1, m/rows)
+	for ch := range chunks {
+		lo, hi := ch*rows, (ch+1)*rows
+		if ch == chunks-1 {
+			hi = m
 		}
-		panelDirect(k, trans, m, cols, kb, ws, a, lda, pc, b, ldb, c[s:], ldc, set)
+		aa := a[lo:] // Aᵀ's rows are A's columns
+		if !trans {
+			aa = a[lo*lda:]
+		}
+		cc := c[lo*ldc:]
+		for s := 0; s < nb; s += nr {
+			cols := min(nr, nb-s)
+			b, ldb := bp.panel(s, kb, nr)
+			k := kr
+			if edge != nil && cols <= edge.nr {
+				k = edge
+			}
+			panelDirect(k, trans, hi-lo, cols, kb, ws, aa, lda, pc, b, ldb, cc[s:], ldc, set)
+		}
 	}
 }
+
+// directABytes bounds the block of A that macroDirect runs every column panel over: A read
+// in place is not packed into an L2-sized block (ws.a), so a block of it must stay in L2
+// across the panels on its own. Over the whole of a 2048-row A (2 MiB at depth 256) each
+// panel streamed A from L3: the baby GPT's 2048×1536×384 products ran at 0.64–0.68 of the
+// FMA peak on a Zen 3 core (512 KiB L2) and at 0.74–0.91 in 96-row blocks
+// (BenchmarkDirectBlocks).
+const directABytes = 96 * 256 * 4
+
+// directRows is the rows of A in one block of macroDirect at depth kb: directABytes of A,
+// in whole tiles of every kernel (a multiple of 12), at least 96.
+func directRows(kb int) int {
+	if !blockDirect {
+		return 1 << 30
+	}
+	return max(96, directABytes/(4*kb)/12*12)
+}
+
+// blockDirect lets macroDirect block A's rows (tests and BenchmarkDirectBlocks switch it
+// off to compare).
+var blockDirect = true
 
 // panelDirect computes the m×cols block of C for one column panel b (row stride ldb) of
 // B by kernel kr, with op(A) read in place as in macroDirect. A last partial tile of rows

@@ -252,3 +252,50 @@ func BenchmarkPackBTransposed(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDirectBlocks times the products of the baby GPT's layers (d 384, d_ff 1536; a
+// shard of 2048 rows) and of the mid size (d 256, d_ff 1024) with A read in place in blocks
+// of directRows rows and over all of A at once, one core, in fractions of its FMA peak:
+//
+//	go test -run - -bench DirectBlocks -count 5 ./autodiff/internal/gemm
+func BenchmarkDirectBlocks(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ss []workloadShape
+	ss = append(ss, linearShapes("baby/d384-ff1536", 2048, 384, 1536)...)
+	ss = append(ss, linearShapes("baby/ff1536-d384", 2048, 1536, 384)...)
+	ss = append(ss, linearShapes("baby/d384-d384", 2048, 384, 384)...)
+	ss = append(ss, linearShapes("mid/d256-ff1024", 2048, 256, 1024)...)
+	for _, s := range ss {
+		lda, ldb := s.k, s.n
+		if s.ta {
+			lda = s.m
+		}
+		if s.tb {
+			ldb = s.k
+		}
+		x, y, z := randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), randSlice(rng, s.m*s.n)
+		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		peak := kernelPeak(active)
+		for _, blocks := range []bool{true, false} {
+			name := "blocks"
+			if !blocks {
+				name = "whole"
+			}
+			b.Run(fmt.Sprintf("%s/%dx%dx%d/%s", s.name, s.m, s.n, s.k, name), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				blockDirect = blocks
+				defer func() { blockDirect = true }()
+				t0 := threadCPU()
+				for b.Loop() {
+					Sgemm(s.ta, s.tb, s.m, s.n, s.k, s.alpha, x, lda, y, ldb, s.beta, z, s.n)
+				}
+				total := flops * float64(b.N)
+				b.ReportMetric(total/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				if peak > 0 {
+					b.ReportMetric(total/(threadCPU()-t0)/1e9/peak, "peak")
+				}
+			})
+		}
+	}
+}
