@@ -27,6 +27,20 @@ type workloadShape struct {
 	beta    float32
 }
 
+// operands returns the shape's leading dimensions of A and B as stored, random A, B and C, and
+// the product's FLOPs.
+func (s workloadShape) operands(rng *rand.Rand) (lda, ldb int, a, b, c []float32, flops float64) {
+	lda, ldb = s.k, s.n
+	if s.ta {
+		lda = s.m
+	}
+	if s.tb {
+		ldb = s.k
+	}
+	a, b, c = randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), randSlice(rng, s.m*s.n)
+	return lda, ldb, a, b, c, 2 * float64(s.m) * float64(s.n) * float64(s.k)
+}
+
 func linearShapes(prefix string, rows, in, out int) []workloadShape {
 	return []workloadShape{
 		{prefix + "-fwd", rows, out, in, false, true, 1, 1}, // y = bias + x·Wᵀ
@@ -177,15 +191,7 @@ func BenchmarkShapes(b *testing.B) {
 	}
 	threads := runtime.GOMAXPROCS(0)
 	for _, s := range workloadShapes() {
-		lda, ldb := s.k, s.n
-		if s.ta {
-			lda = s.m
-		}
-		if s.tb {
-			ldb = s.k
-		}
-		x, y, z := randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), randSlice(rng, s.m*s.n)
-		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		lda, ldb, x, y, z, flops := s.operands(rng)
 		ks := kernels()
 		if s.n <= 16 {
 			ks = append(ks, extraKernels()...) // the other narrow kernel
@@ -266,15 +272,7 @@ func BenchmarkDirectBlocks(b *testing.B) {
 	ss = append(ss, linearShapes("baby/d384-d384", 2048, 384, 384)...)
 	ss = append(ss, linearShapes("mid/d256-ff1024", 2048, 256, 1024)...)
 	for _, s := range ss {
-		lda, ldb := s.k, s.n
-		if s.ta {
-			lda = s.m
-		}
-		if s.tb {
-			ldb = s.k
-		}
-		x, y, z := randSlice(rng, s.m*s.k), randSlice(rng, s.k*s.n), randSlice(rng, s.m*s.n)
-		flops := 2 * float64(s.m) * float64(s.n) * float64(s.k)
+		lda, ldb, x, y, z, flops := s.operands(rng)
 		peak := kernelPeak(active)
 		for _, blocks := range []bool{true, false} {
 			name := "blocks"
