@@ -449,13 +449,11 @@ func TestFlippedSameBits(t *testing.T) {
 				a, b, c := randSlice(rng, m*k), randSlice(rng, n*k), randSlice(rng, m*ldc)
 				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
 				withKernel(kr, func() { Sgemm(false, true, m, n, k, 1, a, k, b, k, beta, got, ldc) })
-				flipNT = false
-				withKernel(kr, func() { Sgemm(false, true, m, n, k, 1, a, k, b, k, beta, want, ldc) })
-				flipNT = true
-				for i := range got {
-					if got[i] != want[i] {
-						t.Fatalf("kernel %s m=%d n=%d k=%d beta=%v: c[%d] = %v flipped, %v not", kr.name, m, n, k, beta, i, got[i], want[i])
-					}
+				without(&flipNT, func() {
+					withKernel(kr, func() { Sgemm(false, true, m, n, k, 1, a, k, b, k, beta, want, ldc) })
+				})
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("kernel %s m=%d n=%d k=%d beta=%v: c[%d] = %v flipped, %v not", kr.name, m, n, k, beta, i, got[i], want[i])
 				}
 			}
 		}
@@ -488,13 +486,11 @@ func TestDirectBlocksSameBits(t *testing.T) {
 					a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), randSlice(rng, m*n)
 					got, want := append([]float32(nil), c...), append([]float32(nil), c...)
 					withKernel(kr, func() { Sgemm(ta, false, m, n, k, 1, a, lda, b, n, beta, got, n) })
-					blockDirect = false
-					withKernel(kr, func() { Sgemm(ta, false, m, n, k, 1, a, lda, b, n, beta, want, n) })
-					blockDirect = true
-					for i := range got {
-						if got[i] != want[i] {
-							t.Fatalf("kernel %s m=%d n=%d k=%d ta=%v beta=%v: c[%d] = %v in blocks, %v whole", kr.name, m, n, k, ta, beta, i, got[i], want[i])
-						}
+					without(&blockDirect, func() {
+						withKernel(kr, func() { Sgemm(ta, false, m, n, k, 1, a, lda, b, n, beta, want, n) })
+					})
+					if i := firstDiff(got, want); i >= 0 {
+						t.Fatalf("kernel %s m=%d n=%d k=%d ta=%v beta=%v: c[%d] = %v in blocks, %v whole", kr.name, m, n, k, ta, beta, i, got[i], want[i])
 					}
 					withKernel(kr, func() { checkSgemm(t, rng, m, n, k, ta, false, 1, beta) })
 				}
@@ -504,4 +500,21 @@ func TestDirectBlocksSameBits(t *testing.T) {
 	if blocked == 0 {
 		t.Fatal("no product ran in more than one block")
 	}
+}
+
+// without runs f with the switch *on (flipNT, blockDirect) off, and turns it back on.
+func without(on *bool, f func()) {
+	*on = false
+	defer func() { *on = true }()
+	f()
+}
+
+// firstDiff returns the first index where got and want differ in bits, or −1.
+func firstDiff(got, want []float32) int {
+	for i := range got {
+		if got[i] != want[i] {
+			return i
+		}
+	}
+	return -1
 }
