@@ -538,9 +538,9 @@ func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []
 // directABytes bounds the block of A that macroDirect runs every column panel over: A read
 // in place is not packed into an L2-sized block (ws.a), so a block of it must stay in L2
 // across the panels on its own. Over the whole of a 2048-row A (2 MiB at depth 256) each
-// panel streamed A from L3: the baby GPT's 2048×1536×384 products ran at 0.64–0.68 of the
-// FMA peak on a Zen 3 core (512 KiB L2) and at 0.74–0.91 in 96-row blocks
-// (BenchmarkDirectBlocks).
+// panel streamed A from L3: the baby GPT's 2048×1536×384 forward product ran at 0.62 of
+// the FMA peak on a Zen 3 core (512 KiB L2) and at 0.80 in 96-row blocks
+// (BenchmarkDirectBlocks, median of 5; bench/PROFILE.md round thirteen has every product).
 const directABytes = 96 * 256 * 4
 
 // directRows is the rows of A in one block of macroDirect at depth kb: directABytes of A,
