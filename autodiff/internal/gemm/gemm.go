@@ -48,6 +48,15 @@ type microKernel struct {
 	// directT is direct for a transposed A: the mr values of step p are a[p·lda+i];
 	// nil where the kernel needs Aᵀ packed.
 	directT func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool)
+	// packATCols: sgemm packs a transposed A (the weight gradient Gᵀ·X of a Linear layer)
+	// rather than read it in place where the product has at least packATCols columns, at
+	// least a packed block's rows (mc) and no more rows than columns (0: always in place).
+	// In place, every column panel reads each tile's mr values per step from a new line of
+	// A (stride lda); packed (packAT), A's lines are read once per block. Measured for the
+	// AVX2 kernel on Zen 3 (bench/PROFILE.md round fourteen): packed 0.78 of the FMA peak
+	// against 0.67 in place at 384×384×2048, but 0.63 against 0.84 at 1152×128×2048 (8
+	// panels do not repay the packing) and 0.80 against 0.83 at 65×384×2048.
+	packATCols int
 	// stridedB: packB may hand this kernel B's full panels in place (row stride ldb).
 	// Measured for the assembly kernels (BenchmarkBInPlace); the Go kernel keeps packed
 	// panels.
@@ -151,7 +160,7 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	}
 	// alpha scales the operand that is packed: B where A is read in place (B is then
 	// packed whole), else A.
-	directA := readsAInPlace(kr, transA)
+	directA := readsAInPlace(kr, transA, m, n)
 	alphaA, alphaB := alpha, float32(1)
 	if directA {
 		alphaA, alphaB = 1, alpha
@@ -236,13 +245,37 @@ func transpose(kr *microKernel, rows, cols int, src []float32, lds int, dst []fl
 	}
 }
 
-// readsAInPlace reports whether kr reads op(A) without packing it.
-func readsAInPlace(kr *microKernel, transA bool) bool {
-	if transA {
-		return kr.directT != nil
+// readsAInPlace reports whether kr reads op(A) of an m×n product without packing it.
+func readsAInPlace(kr *microKernel, transA bool, m, n int) bool {
+	if !transA {
+		return kr.direct != nil
 	}
-	return kr.direct != nil
+	if kr.directT == nil {
+		return false
+	}
+	switch transAChoice {
+	case transAInPlace:
+		return true
+	case transAPacked:
+		return false
+	}
+	return !kr.packsAT(m, n)
 }
+
+// packsAT reports whether kr packs a transposed A of an m×n product rather than read it in
+// place (kr.packATCols).
+func (kr *microKernel) packsAT(m, n int) bool {
+	return kr.packATCols > 0 && n >= kr.packATCols && m >= mc && m <= n
+}
+
+// transAChoice overrides packsAT (tests and BenchmarkDirectBlocks compare the two ways).
+var transAChoice = transAByRule
+
+const (
+	transAByRule = iota
+	transAInPlace
+	transAPacked
+)
 
 func scaleC(m, n int, beta float32, c []float32, ldc int) {
 	if beta == 1 {
@@ -280,61 +313,80 @@ func copyN(dst, src []float32) {
 // of mr rows: panel r holds, for each p, the mr values op(A)[ic+r·mr+i, pc+p]; missing
 // rows are zero.
 func packA(mr int, trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
+	if trans {
+		packAT(mr, a, lda, ic, pc, mb, kb, alpha, dst)
+		return
+	}
 	for r := 0; r < mb; r += mr {
 		rows := min(mr, mb-r)
 		panel := dst[r*kb : r*kb+mr*kb]
-		if !trans {
-			if mr == 6 && rows == mr && alpha == 1 {
-				// The common case: six contiguous rows.
-				base := (ic+r)*lda + pc
-				a0, a1, a2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
-				a3, a4, a5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
-				for p := range kb {
-					q := panel[p*6 : p*6+6 : p*6+6]
-					q[0], q[1], q[2], q[3], q[4], q[5] = a0[p], a1[p], a2[p], a3[p], a4[p], a5[p]
-				}
-				continue
-			}
-			for i := range mr {
-				if i >= rows {
-					for p := range kb {
-						panel[p*mr+i] = 0
-					}
-					continue
-				}
-				row := a[(ic+r+i)*lda+pc : (ic+r+i)*lda+pc+kb]
-				if alpha == 1 {
-					for p, v := range row {
-						panel[p*mr+i] = v
-					}
-					continue
-				}
-				for p, v := range row {
-					panel[p*mr+i] = alpha * v
-				}
+		if mr == 6 && rows == mr && alpha == 1 {
+			// The common case: six contiguous rows.
+			base := (ic+r)*lda + pc
+			a0, a1, a2 := a[base:base+kb], a[base+lda:base+lda+kb], a[base+2*lda:base+2*lda+kb]
+			a3, a4, a5 := a[base+3*lda:base+3*lda+kb], a[base+4*lda:base+4*lda+kb], a[base+5*lda:base+5*lda+kb]
+			for p := range kb {
+				q := panel[p*6 : p*6+6 : p*6+6]
+				q[0], q[1], q[2], q[3], q[4], q[5] = a0[p], a1[p], a2[p], a3[p], a4[p], a5[p]
 			}
 			continue
 		}
-		// op(A) = Aᵀ: op(A)[i, p] = a[p·lda + i]; consecutive i are contiguous.
-		for p := range kb {
-			q := panel[p*mr : p*mr+mr]
-			src := a[(pc+p)*lda+ic+r:]
-			if rows == mr {
-				if alpha == 1 {
-					copyN(q, src)
-				} else {
-					for i, v := range src[:mr] {
-						q[i] = alpha * v
-					}
+		for i := range mr {
+			if i >= rows {
+				for p := range kb {
+					panel[p*mr+i] = 0
 				}
 				continue
 			}
-			for i := range mr {
-				if i < rows {
-					q[i] = alpha * src[i]
-				} else {
-					q[i] = 0
+			row := a[(ic+r+i)*lda+pc : (ic+r+i)*lda+pc+kb]
+			if alpha == 1 {
+				for p, v := range row {
+					panel[p*mr+i] = v
 				}
+				continue
+			}
+			for p, v := range row {
+				panel[p*mr+i] = alpha * v
+			}
+		}
+	}
+}
+
+// packAT is packA for op(A) = Aᵀ: op(A)[i, p] = a[p·lda + i], so row p of the stored A holds
+// step p of every panel. It walks the stored rows once, each as one contiguous run of mb
+// values dealt out to the panels: a panel at a time would read every row mb/mr times at
+// stride lda, which on an 8-way L2 with a large power-of-two-ish stride (lda 1536 for the
+// baby GPT's d_ff) keeps evicting the lines it is about to reuse.
+func packAT(mr int, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
+	full := mb / mr * mr
+	for p := range kb {
+		src := a[(pc+p)*lda+ic : (pc+p)*lda+ic+mb]
+		for r := 0; r < full; r += mr {
+			q := dst[r*kb+p*mr : r*kb+p*mr+mr]
+			if mr == 6 && alpha == 1 {
+				// Element by element: copyN's six-value array copy is a call to memmove,
+				// which took most of the packing's time.
+				v := src[r : r+6 : r+6]
+				q = q[:6:6]
+				q[0], q[1], q[2], q[3], q[4], q[5] = v[0], v[1], v[2], v[3], v[4], v[5]
+				continue
+			}
+			if alpha == 1 {
+				copyN(q, src[r:])
+				continue
+			}
+			for i, v := range src[r : r+mr] {
+				q[i] = alpha * v
+			}
+		}
+		if full == mb {
+			continue
+		}
+		q := dst[full*kb+p*mr : full*kb+p*mr+mr]
+		for i := range q {
+			q[i] = 0
+			if full+i < mb {
+				q[i] = alpha * src[full+i]
 			}
 		}
 	}
@@ -662,7 +714,7 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 	mr, nr := kr.mr, kr.nr
 	// Splitting rows makes every worker pack all of op(B); splitting columns makes every
 	// worker pack all of op(A), which costs nothing when A is read in place.
-	directA := readsAInPlace(kr, transA)
+	directA := readsAInPlace(kr, transA, m, n)
 	splitRows := m >= workers*mr*2 && (n < workers*nr*2 || (!directA && n*4 < m))
 	if splitRows {
 		// Equal parts, rounded up to whole tiles: of the smallest tail kernel's rows

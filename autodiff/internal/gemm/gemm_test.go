@@ -502,6 +502,43 @@ func TestDirectBlocksSameBits(t *testing.T) {
 	}
 }
 
+// TestPackedATSameBits: a transposed A packed (packAT, where packsAT chooses it) gives the
+// same bits as read in place, for every kernel that can read it in place, with tails of rows
+// and columns, depths past one panel, beta 0 and 1; and both are right (checkSgemm).
+func TestPackedATSameBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 20))
+	sizes := [][3]int{{384, 384, 600}, {101, 65, 300}, {7, 40, 257}, {13, 33, 64}, {200, 1000, 31}}
+	ran := 0
+	for _, kr := range append(kernels(), extraKernels()...) {
+		if kr.directT == nil {
+			continue
+		}
+		ran++
+		for _, sz := range sizes {
+			m, n, k := sz[0], sz[1], sz[2]
+			for _, beta := range []float32{0, 1} {
+				a, b, c := randSlice(rng, m*k), randSlice(rng, k*n), randSlice(rng, m*n)
+				got, want := append([]float32(nil), c...), append([]float32(nil), c...)
+				for _, run := range []struct {
+					choice int
+					c      []float32
+				}{{transAPacked, got}, {transAInPlace, want}} {
+					transAChoice = run.choice
+					withKernel(kr, func() { Sgemm(true, false, m, n, k, 1, a, m, b, n, beta, run.c, n) })
+					withKernel(kr, func() { checkSgemm(t, rng, m, n, k, true, false, 1, beta) })
+				}
+				transAChoice = transAByRule
+				if i := firstDiff(got, want); i >= 0 {
+					t.Fatalf("kernel %s m=%d n=%d k=%d beta=%v: c[%d] = %v with Aᵀ packed, %v in place", kr.name, m, n, k, beta, i, got[i], want[i])
+				}
+			}
+		}
+	}
+	if ran == 0 {
+		t.Skip("no kernel reads a transposed A in place on this CPU")
+	}
+}
+
 // without runs f with the switch *on (flipNT, blockDirect) off, and turns it back on.
 func without(on *bool, f func()) {
 	*on = false

@@ -274,16 +274,19 @@ func BenchmarkDirectBlocks(b *testing.B) {
 	for _, s := range ss {
 		lda, ldb, x, y, z, flops := s.operands(rng)
 		peak := kernelPeak(active)
-		for _, blocks := range []bool{true, false} {
-			name := "blocks"
-			if !blocks {
-				name = "whole"
-			}
-			b.Run(fmt.Sprintf("%s/%dx%dx%d/%s", s.name, s.m, s.n, s.k, name), func(b *testing.B) {
+		variants := []string{"blocks", "whole"}
+		if s.ta {
+			variants = append(variants, "packed")
+		}
+		for _, v := range variants {
+			b.Run(fmt.Sprintf("%s/%dx%dx%d/%s", s.name, s.m, s.n, s.k, v), func(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				blockDirect = blocks
-				defer func() { blockDirect = true }()
+				blockDirect, transAChoice = v != "whole", transAInPlace
+				if v == "packed" {
+					transAChoice = transAPacked
+				}
+				defer func() { blockDirect, transAChoice = true, transAByRule }()
 				t0 := threadCPU()
 				for b.Loop() {
 					Sgemm(s.ta, s.tb, s.m, s.n, s.k, s.alpha, x, lda, y, ldb, s.beta, z, s.n)
