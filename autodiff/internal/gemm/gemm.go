@@ -57,6 +57,14 @@ type microKernel struct {
 	// against 0.67 in place at 384×384×2048, but 0.63 against 0.84 at 1152×128×2048 (8
 	// panels do not repay the packing) and 0.80 against 0.83 at 65×384×2048.
 	packATCols int
+	// packsBForT: sgemm packs B's panels rather than read them in place (stridedB) in a
+	// product with a transposed A of at least mc rows (a Linear layer's weight gradient
+	// Gᵀ·X, whose B is X with a row stride of the layer's width). Measured for the AVX2
+	// kernel on Zen 3 (bench/PROFILE.md round fourteen), both cores, fraction of the FMA
+	// peak: the mid size's 256×256×2048 weight gradient 0.72 with B in place, 0.82
+	// packed; the baby GPT's 384×384×4096 0.68 against 0.82. At 65 rows (the output
+	// layer's 65×256×2048) in place stays faster: 0.78 against 0.63.
+	packsBForT bool
 	// stridedB: packB may hand this kernel B's full panels in place (row stride ldb).
 	// Measured for the assembly kernels (BenchmarkBInPlace); the Go kernel keeps packed
 	// panels.
@@ -165,12 +173,13 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 	if directA {
 		alphaA, alphaB = 1, alpha
 	}
+	bInPlaceOK := m <= maxRowsBInPlace && !(kr.packsBForT && transA && m >= mc)
 	ws := pool.Get().(*workspace)
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
-			bp := packB(kr, transB, b, ldb, pc, jc, kb, nb, m, alphaB, ws.b)
+			bp := packB(kr, transB, b, ldb, pc, jc, kb, nb, bInPlaceOK, alphaB, ws.b)
 			if directA {
 				// A is read in place by the micro-kernel; only edge rows are packed.
 				macroDirect(kr, transA, m, nb, kb, ws, a, lda, pc, bp, c[jc:], ldc, setC && pc == 0)
@@ -422,14 +431,15 @@ func (bp bPanels) panel(s, kb, nr int) ([]float32, int) {
 // 3–6% slower at m = 784 and 2048 (the input gradients of charlm's Linear layers).
 const maxRowsBInPlace = 512
 
-// packB prepares rows pc..pc+kb−1, columns jc..jc+nb−1 of alpha·op(B) for a product of m
-// rows. Where op(B) = B (not transposed), alpha = 1, the kernel reads B fast at a stride
-// (strided) and m ≤ maxRowsBInPlace, its full nr-column panels are read in place, as
-// their rows are already contiguous nr values, and only a last partial panel is packed
-// into dst (zero-padded to nr columns); otherwise every panel is packed (packBPanels).
-func packB(kr *microKernel, trans bool, b []float32, ldb, pc, jc, kb, nb, m int, alpha float32, dst []float32) bPanels {
+// packB prepares rows pc..pc+kb−1, columns jc..jc+nb−1 of alpha·op(B). Where op(B) = B
+// (not transposed), alpha = 1, the kernel reads B fast at a stride (stridedB) and the
+// product allows it (inPlace: m ≤ maxRowsBInPlace, and not kr.packsBForT's case), its
+// full nr-column panels are read in place, as their rows are already contiguous nr
+// values, and only a last partial panel is packed into dst (zero-padded to nr columns);
+// otherwise every panel is packed (packBPanels).
+func packB(kr *microKernel, trans bool, b []float32, ldb, pc, jc, kb, nb int, inPlace bool, alpha float32, dst []float32) bPanels {
 	nr := kr.nr
-	if trans || alpha != 1 || !kr.stridedB || m > maxRowsBInPlace || !bInPlace {
+	if trans || alpha != 1 || !kr.stridedB || !inPlace || !bInPlace {
 		packBPanels(kr, trans, b, ldb, pc, jc, kb, nb, alpha, dst)
 		return bPanels{packed: dst}
 	}

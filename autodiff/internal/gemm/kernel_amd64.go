@@ -24,7 +24,7 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, packATCols: 256, stridedB: true, transposeB8: transposeB8AVX,
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, packATCols: 256, packsBForT: true, stridedB: true, transposeB8: transposeB8AVX,
 	gemvN: gemvNVec(gemvN8, 8), gemvT: gemvTVec,
 	tails: []*microKernel{
 		tailKernel("avx2", simd.AVX2, 2, 16, kernel2x16yu, kernel2x16yt),
