@@ -62,7 +62,7 @@ type microKernel struct {
 	// Gᵀ·X, whose B is X with a row stride of the layer's width). Measured for the AVX2
 	// kernel on Zen 3 (bench/PROFILE.md round fourteen), both cores, fraction of the FMA
 	// peak: the mid size's 256×256×2048 weight gradient 0.72 with B in place, 0.82
-	// packed; the baby GPT's 384×384×4096 0.68 against 0.82. At 65 rows (the output
+	// packed; the baby GPT's 384×384×4096 0.69 against 0.82. At 65 rows (the output
 	// layer's 65×256×2048) in place stays faster: 0.78 against 0.63.
 	packsBForT bool
 	// stridedB: packB may hand this kernel B's full panels in place (row stride ldb).
@@ -77,6 +77,10 @@ type microKernel struct {
 	// dst[p·nr+i] = alpha·b[i·ldb+p] for i < 8, p < 8·blocks. packBPanels does it in Go
 	// where it is nil.
 	transposeB8 func(blocks int, b []float32, ldb int, dst []float32, nr int, alpha float32)
+	// copyRows, if not nil, packs a panel of a plain B: dst[p·nr : p·nr+nr] =
+	// b[p·ldb : p·ldb+nr] for p < rows, with vector loads and stores. packBPanels copies
+	// row by row in Go where it is nil.
+	copyRows func(rows int, b []float32, ldb int, dst []float32, nr int)
 	// tails are kernels of fewer rows (ascending), the same columns and both direct
 	// forms, for the last rows of a product read in place (macroDirect).
 	tails []*microKernel
@@ -459,6 +463,10 @@ func packBPanels(kr *microKernel, trans bool, b []float32, ldb, pc, jc, kb, nb i
 		cols := min(nr, nb-s)
 		panel := dst[s*kb : s*kb+nr*kb]
 		if !trans {
+			if cols == nr && alpha == 1 && kr.copyRows != nil {
+				kr.copyRows(kb, b[pc*ldb+jc+s:], ldb, panel, nr)
+				continue
+			}
 			for p := range kb {
 				q := panel[p*nr : p*nr+nr]
 				src := b[(pc+p)*ldb+jc+s:]

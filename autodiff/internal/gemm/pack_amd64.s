@@ -88,3 +88,47 @@ TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL CX, c+16(FP)
 	MOVL DX, d+20(FP)
 	RET
+
+// func copyRows16(rows int, b *float32, ldb int, dst *float32, chunks int)
+// For p < rows, copies the chunks·16 values b[p·ldb ...] to dst[p·chunks·16 ...]: rows of a
+// plain B into a packed panel (chunks 1 or 2).
+TEXT ·copyRows16(SB), NOSPLIT, $0-40
+	MOVQ rows+0(FP), CX
+	MOVQ b+8(FP), SI
+	MOVQ ldb+16(FP), R8
+	SHLQ $2, R8                // ldb in bytes
+	MOVQ dst+24(FP), DI
+	MOVQ chunks+32(FP), R9
+	TESTQ CX, CX
+	JZ   copydone
+	CMPQ R9, $2
+	JEQ  copy32
+
+copy16:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ R8, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  copy16
+	JMP  copydone
+
+copy32:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ R8, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ  copy32
+
+copydone:
+	VZEROUPPER
+	RET
