@@ -53,7 +53,8 @@ type microKernel struct {
 	// least a packed block's rows (mc) and no more rows than columns (0: always in place).
 	// In place, every column panel reads each tile's mr values per step from a new line of
 	// A (stride lda); packed (packAT), A's lines are read once per block. Measured for the
-	// AVX2 kernel on Zen 3 (bench/PROFILE.md round fourteen): packed 0.78 of the FMA peak
+	// AVX2 kernel on Zen 3, one core, B in place (before packsBForT; bench/PROFILE.md round
+	// fourteen): packed 0.78 of the FMA peak
 	// against 0.67 in place at 384×384×2048, but 0.63 against 0.84 at 1152×128×2048 (8
 	// panels do not repay the packing) and 0.80 against 0.83 at 65×384×2048.
 	packATCols int
