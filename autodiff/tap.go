@@ -149,14 +149,34 @@ func (k *weightsKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 		if len(w32) != out.Shape().TotalSize() {
 			return fmt.Errorf("the local mean has not run")
 		}
-		copy(out.Float32s(), w32)
+		copyVisible(k.src, w32, out.Float32s())
 	case Float64:
 		if len(w64) != out.Shape().TotalSize() {
 			return fmt.Errorf("the local mean has not run")
 		}
-		copy(out.Float64s(), w64)
+		copyVisible(k.src, w64, out.Float64s())
 	}
 	return nil
+}
+
+// copyVisible copies the weights of the keys the mask lets each query see and writes 0
+// for the others: the local-mean ops write only the key blocks they visit, and the
+// rest of a buffer shared by a buffer plan holds other values.
+func copyVisible[T float](src weightSource, w, out []T) {
+	nd := src.shape.Dims()
+	tq, tk := src.shape[nd-2], src.shape[nd-1]
+	for p := range len(out) / (tq * tk) {
+		for t := range tq {
+			lo, hi, _ := src.mask.visible(t, tk)
+			lo = min(lo, tk)
+			hi = max(lo, min(hi, tk))
+			r := (p*tq + t) * tk
+			o := out[r : r+tk]
+			clear(o[:lo])
+			copy(o[lo:hi], w[r+lo:r+hi])
+			clear(o[hi:])
+		}
+	}
 }
 
 // writeVisible writes 1 for the visible keys of every query and 0 for the hidden ones;
