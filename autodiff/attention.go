@@ -259,6 +259,29 @@ func putScratch[T float](s *[]T) {
 	}
 }
 
+// stateBufs: the weights, [B, H, Tq, Tk], from the forward pass to the backward ops, and
+// the gradients of the inputs computed ahead by the first backward call.
+func (k *attentionKernel) stateBufs(in []tensor.Shape) []stateBuf {
+	qs, vs := in[0], in[2]
+	bufs := []stateBuf{{shape: tensor.Shape{qs[0], k.heads, qs[1], vs[1]}, fromForward: true}}
+	for _, s := range in {
+		bufs = append(bufs, stateBuf{shape: s})
+	}
+	return bufs
+}
+
+func (k *attentionKernel) useState(bufs []*tensor.Dense) {
+	if p := bufs[0]; p != nil {
+		switch p.Dtype() {
+		case Float32:
+			k.p32 = p.Float32s()
+		case Float64:
+			k.p64 = p.Float64s()
+		}
+	}
+	k.grads = bufs[1:] // gradBuffers makes those the plan left out
+}
+
 func (k *attentionKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	if k.gradGen == k.gen && k.gradAt != wrt && len(k.grads) == len(in) {
 		copyGrad(dst, k.grads[wrt])

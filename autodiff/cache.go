@@ -100,6 +100,12 @@ func graphBytes(g *Graph) int64 {
 	return graphValues(g) * size
 }
 
+// bytes returns what c's buffers hold: graphBytes, with the outputs its buffer plan
+// shares counted as the plan's arena.
+func (c *compiled) bytes() int64 {
+	return graphBytes(c.g) - c.plan.opBytes + c.plan.sharedBytes
+}
+
 // graphValues returns the number of values of g's nodes.
 func graphValues(g *Graph) int64 {
 	var n int64

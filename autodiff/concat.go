@@ -71,6 +71,9 @@ func (k *concatKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 }
 
 // backward: the gradient of input wrt is its part of the upstream gradient.
+// gradReads: each input's gradient is its part of the upstream gradient.
+func (k *concatKernel) gradReads(int) []bool { return reads(k.arity()) }
+
 func (k *concatKernel) backward(wrt int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if isF32(gout) {
 		concatCopy(k, wrt, flat[float32](dst), flat[float32](gout), true)

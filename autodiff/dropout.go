@@ -64,6 +64,9 @@ func (k *dropoutKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	return nil
 }
 
+// gradReads: the gradient is the upstream gradient through the kernel's own mask.
+func (k *dropoutKernel) gradReads(int) []bool { return reads(1) }
+
 func (k *dropoutKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if len(k.keep) != in[0].Shape().TotalSize() {
 		return fmt.Errorf("backward ran before forward")

@@ -91,6 +91,18 @@ func binaryFwdRange[T float](op binOp, a, b, y []T) {
 	}
 }
 
+// gradReads: a sum's or difference's gradients read nothing, a product's the other
+// factor; a quotient's read both operands and the output.
+func (k binaryKernel) gradReads(wrt int) []bool {
+	switch k.op {
+	case binAdd, binSub:
+		return reads(2)
+	case binMul:
+		return reads(2, 1-wrt)
+	}
+	return reads(2, 0, 1, 2)
+}
+
 func (k binaryKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	if isF32(in[0]) {
 		binaryBwd(k.op, wrt, flat[float32](in[0]), flat[float32](in[1]), flat[float32](out), flat[float32](gout), flat[float32](dst))
@@ -189,6 +201,9 @@ func constRange[T float](mul bool, c T, x, y []T) {
 	}
 }
 
+// gradReads: the gradient is the upstream gradient scaled.
+func (k constKernel) gradReads(int) []bool { return reads(1) }
+
 func (k constKernel) backward(_ int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if !k.mul {
 		copyData(dst, gout)
@@ -220,6 +235,9 @@ func (mulScalarKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	}
 	return nil
 }
+
+// gradReads: each operand's gradient reads the other.
+func (mulScalarKernel) gradReads(wrt int) []bool { return reads(2, 1-wrt) }
 
 func (mulScalarKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if isF32(in[0]) {
@@ -443,6 +461,9 @@ func parallelSum[T float](k *reduceKernel, x []T) float64 {
 	return s
 }
 
+// gradReads: the gradient is the upstream gradient spread over the reduced axes.
+func (k *reduceKernel) gradReads(int) []bool { return reads(1) }
+
 func (k *reduceKernel) backward(_ int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if isF32(dst) {
 		reduceBwd(k, flat[float32](gout), flat[float32](dst))
@@ -616,6 +637,9 @@ func (k *transposeKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	return nil
 }
 
+// gradReads: the gradient is the upstream gradient transposed back.
+func (k *transposeKernel) gradReads(int) []bool { return reads(1) }
+
 func (k *transposeKernel) backward(_ int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if isF32(gout) {
 		permuteCopy(&k.bwd, flat[float32](gout), flat[float32](dst))
@@ -662,6 +686,9 @@ func (k *sliceKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	}
 	return nil
 }
+
+// gradReads: the gradient is the upstream gradient placed in the slice.
+func (k *sliceKernel) gradReads(int) []bool { return reads(1) }
 
 func (k *sliceKernel) backward(_ int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if isF32(gout) {

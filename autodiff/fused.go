@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"math"
 	"runtime"
 
 	"github.com/chewxy/hm"
@@ -101,6 +102,9 @@ type fwdOp struct {
 	out    *tensor.Dense
 	ins    denseArgs
 	scalar scalarOut
+	// buffers of a plan to fill with NaN before and after the kernel runs, in the
+	// package's tests (poisonUnread): storages dead by then
+	poisonBefore, poisonAfter []*tensor.Dense
 }
 
 func newFwdOp(k fusedKernel, inShapes []tensor.Shape, outShape tensor.Shape) *fwdOp {
@@ -200,9 +204,11 @@ func (op *fwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 	if op.out == nil || op.out.Dtype() != dt {
 		op.out = newDense(dt, op.outShape)
 	}
+	poisonNaN(op.poisonBefore)
 	if err := op.k.forward(in, op.out); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.name, err)
 	}
+	poisonNaN(op.poisonAfter)
 	if op.outShape.IsScalar() {
 		return op.scalar.value(op.out), nil
 	}
@@ -251,6 +257,77 @@ type gradIntoKernel interface {
 	backwardInto(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense, accumulate bool) error
 }
 
+// gradReadsKernel is implemented by kernels whose backward pass reads only some of the
+// forward values: gradReads(wrt) has one entry per input and a last one for the output,
+// true where backward(wrt) may read that value's elements (its shape it may always read;
+// the upstream gradient it always reads). A kernel that caches what one call computes
+// for the next (the gradients of several inputs at once) declares, for every wrt, all
+// that the first call of a pass reads. The buffer plan lets a value that no later op
+// reads die early; in the package's tests bwdOp hands backward NaN in place of the
+// values left out (poisonUnread), so a declaration that leaves out a value the kernel
+// reads fails the op's gradient checks.
+type gradReadsKernel interface {
+	gradReads(wrt int) []bool
+}
+
+// reads returns the gradReads of a kernel of arity inputs that reads the values at idx
+// (arity for the output).
+func reads(arity int, idx ...int) []bool {
+	r := make([]bool, arity+1)
+	for _, i := range idx {
+		r[i] = true
+	}
+	return r
+}
+
+// poisonUnread has bwdOp replace the forward values its kernel does not read
+// (gradReadsKernel) with NaN, or with an id no table has, and has a buffer plan fill
+// each buffer with NaN once the value in it is dead (poisonAt); the package's tests set
+// it, so that a declaration or a plan that lets a value go too early shows.
+var poisonUnread bool
+
+// poisoned returns in and out with the values r leaves out replaced by tensors of their
+// shapes full of NaN (or of ids that index nothing), made once per op.
+func (op *bwdOp) poisoned(k gradReadsKernel, in []*tensor.Dense, out *tensor.Dense) ([]*tensor.Dense, *tensor.Dense) {
+	if op.poison == nil {
+		r := k.gradReads(op.wrt)
+		op.poison = make([]*tensor.Dense, len(in)+1)
+		op.poisonIn = make([]*tensor.Dense, len(in))
+		for i, t := range append(append([]*tensor.Dense{}, in...), out) {
+			if r[i] {
+				continue
+			}
+			p := tensor.New(tensor.Of(t.Dtype()), tensor.WithShape(t.Shape().Clone()...))
+			switch d := p.Data().(type) {
+			case []float32:
+				for j := range d {
+					d[j] = float32(math.NaN())
+				}
+			case []float64:
+				for j := range d {
+					d[j] = math.NaN()
+				}
+			case []int:
+				for j := range d {
+					d[j] = math.MinInt32
+				}
+			}
+			op.poison[i] = p
+		}
+	}
+	pin := op.poisonIn
+	for i := range in {
+		pin[i] = in[i]
+		if op.poison[i] != nil {
+			pin[i] = op.poison[i]
+		}
+	}
+	if p := op.poison[len(in)]; p != nil {
+		out = p
+	}
+	return pin, out
+}
+
 // impureKernel marks kernels (dropout) whose nodes must never be merged by hash-consing.
 type impureKernel interface{ impure() }
 
@@ -264,6 +341,10 @@ type bwdOp struct {
 	dst    *tensor.Dense
 	ins    denseArgs
 	scalar scalarOut
+	// poisonUnread's stand-ins, and the inputs it hands the kernel
+	poison, poisonIn []*tensor.Dense
+	// as fwdOp's
+	poisonBefore, poisonAfter []*tensor.Dense
 	// into, if set, is the parameter whose whole gradient this op computes (in a graph
 	// that runs whole): Do writes it into the parameter's gradient, or adds it there
 	// when the gradient is not zero, and returns that tensor (intoParams).
@@ -317,6 +398,11 @@ func (op *bwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 		return nil, err
 	}
 	in, out, gout := all[:n], all[n], all[n+1]
+	if poisonUnread {
+		if r, ok := op.fwd.k.(gradReadsKernel); ok {
+			in, out = op.poisoned(r, in, out)
+		}
+	}
 	if p := op.into; p != nil && p.grad.Dtype() == in[op.wrt].Dtype() {
 		if err := op.fwd.k.(gradIntoKernel).backwardInto(op.wrt, in, out, gout, p.grad, !p.gradZero); err != nil {
 			return nil, fmt.Errorf("%s: %w", op.name, err)
@@ -327,9 +413,11 @@ func (op *bwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 	if op.dst == nil || op.dst.Dtype() != in[op.wrt].Dtype() {
 		op.dst = newDense(in[op.wrt].Dtype(), op.fwd.inShapes[op.wrt])
 	}
+	poisonNaN(op.poisonBefore)
 	if err := op.fwd.k.backward(op.wrt, in, out, gout, op.dst); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.name, err)
 	}
+	poisonNaN(op.poisonAfter)
 	if op.fwd.inShapes[op.wrt].IsScalar() {
 		return op.scalar.value(op.dst), nil
 	}

@@ -105,6 +105,9 @@ func (k *geluKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	return nil
 }
 
+// gradReads: the gradient reads x (and the kernel's own cached factor), not the output.
+func (k *geluKernel) gradReads(int) []bool { return reads(1, 0) }
+
 func (k *geluKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	_, df := k.funcs()
 	if isF32(in[0]) {

@@ -197,6 +197,18 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 	})
 }
 
+// stateBufs: the gradients of the inputs computed together by the first backward call.
+func (k *kernelAttention) stateBufs(in []tensor.Shape) []stateBuf {
+	bufs := make([]stateBuf, len(in))
+	for i, s := range in {
+		bufs[i] = stateBuf{shape: s}
+	}
+	return bufs
+}
+
+// useState takes the plan's buffers; gradBuffers makes those it left out.
+func (k *kernelAttention) useState(bufs []*tensor.Dense) { k.grads = bufs }
+
 func (k *kernelAttention) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	if k.gradGen == k.gen && k.gradAt != wrt && len(k.grads) == len(in) {
 		copyGrad(dst, k.grads[wrt])

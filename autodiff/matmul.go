@@ -88,6 +88,17 @@ func fillRows[T float](y, b []T) {
 	}
 }
 
+// gradReads: dx = g·W, dW = gᵀ·x, db = Σ g; the output is never read.
+func (k *linearKernel) gradReads(wrt int) []bool {
+	switch wrt {
+	case 0:
+		return reads(k.arity(), 1)
+	case 1:
+		return reads(k.arity(), 0)
+	}
+	return reads(k.arity())
+}
+
 func (k *linearKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	return k.backwardInto(wrt, in, out, gout, dst, false)
 }
@@ -187,6 +198,9 @@ func (k *matmulKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	}
 	return nil
 }
+
+// gradReads: each operand's gradient reads the other operand.
+func (k *matmulKernel) gradReads(wrt int) []bool { return reads(2, 1-wrt) }
 
 func (k *matmulKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	d := k.dims(in[0].Shape(), in[1].Shape())

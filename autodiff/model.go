@@ -117,7 +117,12 @@ type compiled struct {
 	paramGrads []*G.Node
 	// inPlace marks the parameters whose gradient op writes into the parameter's
 	// gradient itself (intoParams): nothing is added after the run.
-	inPlace    []bool
+	inPlace []bool
+	// planned is set once planBuffers has run; plan says what it shared, and
+	// allocPlan, until the first run calls it, makes the plan's buffers
+	planned    bool
+	plan       planStats
+	allocPlan  func()
 	inputGrads map[string]*G.Node
 	taps       map[string]*G.Value
 	batch      *Batch // Outputs.Batch
@@ -219,7 +224,8 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 			return nil, err
 		}
 		c.intoParams()
-		collectDropped(m.cache.put(m.key, c, graphBytes(c.g)))
+		c.planBuffers()
+		collectDropped(m.cache.put(m.key, c, c.bytes()))
 	}
 	return m.exec(c, inputs, mode)
 }
@@ -441,6 +447,10 @@ func (m *Model) runGraph(c *compiled, inputs map[string]*tensor.Dense) (err erro
 			err = fmt.Errorf("run model: %v", r)
 		}
 	}()
+	if c.allocPlan != nil {
+		c.allocPlan()
+		c.allocPlan = nil
+	}
 	if err := c.vm.RunAll(); err != nil {
 		return fmt.Errorf("run model: %w", err)
 	}

@@ -217,6 +217,15 @@ func rowSqDev[T float](x []T, mu float64) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// gradReads: the input's gradient reads x and the gain, the gain's and the bias's read
+// x (the statistics are the kernel's own); the output is never read.
+func (k *layerNormKernel) gradReads(wrt int) []bool {
+	if wrt == 0 {
+		return reads(k.arity(), 0, 1)
+	}
+	return reads(k.arity(), 0)
+}
+
 func (k *layerNormKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	rows, cols := lastAxis(in[0].Shape())
 	if len(k.mean) != rows {
@@ -390,6 +399,9 @@ func rmsNormForward[T float](k *rmsNormKernel, in []*tensor.Dense, out *tensor.D
 		}
 	})
 }
+
+// gradReads: both gradients read x and the gain, never the output.
+func (k *rmsNormKernel) gradReads(int) []bool { return reads(2, 0, 1) }
 
 func (k *rmsNormKernel) backward(wrt int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	rows, cols := lastAxis(in[0].Shape())

@@ -46,6 +46,9 @@ func gather[T float](table []T, ids []int, cols int, out []T) {
 	}
 }
 
+// gradReads: the table's gradient scatters by the ids.
+func (gatherKernel) gradReads(int) []bool { return reads(2, 1) }
+
 func (gatherKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	ids := in[1].Ints()
 	cols := in[0].Shape()[1]
@@ -113,6 +116,9 @@ func addBias[T float](x, b, out []T) {
 		}
 	}
 }
+
+// gradReads: both gradients are the upstream gradient or its column sums.
+func (biasKernel) gradReads(int) []bool { return reads(2) }
 
 func (biasKernel) backward(wrt int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	if wrt == 0 {
@@ -234,6 +240,9 @@ func (reshapeKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	copyData(out, in[0])
 	return nil
 }
+
+// gradReads: the gradient is the upstream gradient, reshaped.
+func (reshapeKernel) gradReads(int) []bool { return reads(1) }
 
 func (reshapeKernel) backward(_ int, _ []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	copyData(dst, gout)

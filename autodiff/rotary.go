@@ -95,6 +95,9 @@ func (k *rotaryKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	return nil
 }
 
+// gradReads: the gradient is the upstream gradient rotated back.
+func (k *rotaryKernel) gradReads(int) []bool { return reads(1) }
+
 func (k *rotaryKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
 	s := in[0].Shape()
 	k.tables(s[1], s[2]/k.groups)

@@ -199,6 +199,7 @@ func (m *Model) plan(inputs map[string]*tensor.Dense, mode RunMode, parts, examp
 		if i > 0 && !sameParams(c.g.order, p.graphs[0].g.order) {
 			return nil, fmt.Errorf("build model: part %d of %d reads other parameters than part 1", i+1, parts)
 		}
+		c.planBuffers()
 		p.graphs = append(p.graphs, c)
 		p.pcgs = append(p.pcgs, pcg)
 		p.usesRNG = p.usesRNG || c.g.usesRNG
@@ -247,7 +248,7 @@ func (p *shardPlan) pays(mode RunMode) bool {
 func (p *shardPlan) bytes() int64 {
 	var n int64
 	for _, c := range p.graphs {
-		n += graphBytes(c.g)
+		n += c.bytes()
 	}
 	return n
 }

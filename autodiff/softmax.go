@@ -131,6 +131,15 @@ func softmaxRow[T float](x, mask, y []T, log bool) {
 	}
 }
 
+// gradReads: the gradient reads the output and the mask, not the scores.
+func (k *softmaxKernel) gradReads(int) []bool {
+	r := reads(k.arity(), k.arity())
+	for i := 1; i < k.arity(); i++ {
+		r[i] = true
+	}
+	return r
+}
+
 func (k *softmaxKernel) backward(_ int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	rows, cols := lastAxis(in[0].Shape())
 	switch out.Dtype() {

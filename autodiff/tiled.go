@@ -826,6 +826,18 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 	})
 }
 
+// stateBufs: the gradients of the inputs computed together by the first backward call.
+func (k *tiledKernel) stateBufs(in []tensor.Shape) []stateBuf {
+	bufs := make([]stateBuf, len(in))
+	for i, s := range in {
+		bufs[i] = stateBuf{shape: s}
+	}
+	return bufs
+}
+
+// useState takes the plan's buffers; gradBuffers makes those it left out.
+func (k *tiledKernel) useState(bufs []*tensor.Dense) { k.grads = bufs }
+
 func (k *tiledKernel) backward(wrt int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	if k.gradGen != k.gen || len(k.grads) != len(in) {
 		k.grads = gradBuffers(k.grads, in)
