@@ -33,7 +33,8 @@ func (c Config) ParamEstimate() uint64 {
 // of seqLen tokens needs: the parameters with their gradients and Adam's two moments
 // (4 copies), and the activations kept for the backward pass: per block the residual
 // stream, queries, keys, values and feed-forward hidden units (B·T·(6d + d_ff)), the
-// attention scores and weights (2·B·heads·T²), and the logits with their softmax
+// attention weights (B·heads·T²; the scores are never kept, and the buffer plan of
+// autodiff shares every other buffer over time), and the logits with their softmax
 // (2·B·T·vocab).
 func (c Config) MemoryEstimate(batch, seqLen int) uint64 {
 	b, t := float64(batch), float64(seqLen)
@@ -42,7 +43,7 @@ func (c Config) MemoryEstimate(batch, seqLen int) uint64 {
 	if c.Arch == ArchEncDec {
 		blocks *= 2
 	}
-	act := blocks*(b*t*(6*d+h)+2*b*float64(c.Heads)*t*t) + 2*b*t*float64(c.Vocab)
+	act := blocks*(b*t*(6*d+h)+b*float64(c.Heads)*t*t) + 2*b*t*float64(c.Vocab)
 	return saturate(4 * (4*float64(c.ParamEstimate()) + act))
 }
 
