@@ -300,13 +300,9 @@ func (op *bwdOp) poisoned(k gradReadsKernel, in []*tensor.Dense, out *tensor.Den
 			p := tensor.New(tensor.Of(t.Dtype()), tensor.WithShape(t.Shape().Clone()...))
 			switch d := p.Data().(type) {
 			case []float32:
-				for j := range d {
-					d[j] = float32(math.NaN())
-				}
+				fillNaN(d)
 			case []float64:
-				for j := range d {
-					d[j] = math.NaN()
-				}
+				fillNaN(d)
 			case []int:
 				for j := range d {
 					d[j] = math.MinInt32
