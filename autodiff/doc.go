@@ -75,6 +75,15 @@
 // CheckGradients compares every gradient with central finite differences in float64;
 // Locus trains in float32.
 //
+// # Memory
+//
+// A compiled graph's fused ops share one arena by a buffer plan: each value lives from
+// the op that writes it to the last op that reads it, a backward op reads only the
+// forward values its kernel needs (a linear map's gradients never read its output), and
+// values never live at once share memory. A training step then holds about what the
+// backward pass needs at its start, the activations, instead of one buffer per value:
+// 0.44 of that at the baby GPT's size, and the process below half of PyTorch's peak RSS.
+//
 // # Looking inside: taps
 //
 // A graph built with RunMode.Taps has extra outputs that layers add with Graph.Tap, and

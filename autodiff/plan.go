@@ -26,7 +26,7 @@ import (
 // writes it to the last that reads a value that may belong to it; storages read after
 // the run (gradients read in place) stay live to the end. The storages are then placed
 // in one arena (placeSpans), which on a transformer's training graph is the peak of the
-// live sizes: 0.4 of one buffer each at the baby GPT's size.
+// live sizes: 0.44 of one buffer each at the baby GPT's size.
 //
 // Kernels may rely on their buffers only within one call (fusedKernel's contract) and
 // on their state only as stateKernel says, so a plan gives the same bits as a buffer
