@@ -103,12 +103,12 @@ func TestAttentionMatchesLocalMean(t *testing.T) {
 		ref := withMask(func(g *Graph, q, k, v, km *Node) *Node { return attentionRef(g, q, k, v, km, c.heads, 0.6, c.mask) })
 		lf, gf := runGrads(t, Float64, params, fused)
 		lr, gr := runGrads(t, Float64, params, ref)
-		if math.Abs(lf-lr) > 1e-10*(1+math.Abs(lr)) {
+		if !(math.Abs(lf-lr) <= 1e-10*(1+math.Abs(lr))) {
 			t.Errorf("%s: loss %v, unfused %v", c.name, lf, lr)
 		}
 		for n, want := range gr {
 			for i, v := range gf[n] {
-				if math.Abs(v-want[i]) > 1e-10*(1+math.Abs(want[i])) {
+				if !(math.Abs(v-want[i]) <= 1e-10*(1+math.Abs(want[i]))) {
 					t.Errorf("%s: gradient of %s[%d] = %v, unfused %v", c.name, n, i, v, want[i])
 					break
 				}

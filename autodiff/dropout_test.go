@@ -137,7 +137,7 @@ func TestDropoutGradients(t *testing.T) {
 		if y[i] != 0 {
 			want = 1.25
 		}
-		if math.Abs(gv-want) > 1e-12 {
+		if !(math.Abs(gv-want) <= 1e-12) {
 			t.Fatalf("grad[%d] = %g, want %g", i, gv, want)
 		}
 	}

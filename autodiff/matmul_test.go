@@ -93,7 +93,8 @@ func checkFloat32(t *testing.T, name string, params map[string]*tensor.Dense, f 
 	t.Helper()
 	l64, g64 := runGrads(t, Float64, params, f)
 	l32, g32 := runGrads(t, Float32, params, f)
-	if math.Abs(l32-l64) > 1e-4*(1+math.Abs(l64)) {
+	// written as !(d ≤ tol), so that NaN (poisonUnread's, say) fails
+	if !(math.Abs(l32-l64) <= 1e-4*(1+math.Abs(l64))) {
 		t.Errorf("%s: float32 loss %v, float64 %v", name, l32, l64)
 	}
 	for n, want := range g64 {
@@ -102,7 +103,7 @@ func checkFloat32(t *testing.T, name string, params map[string]*tensor.Dense, f 
 			scale = max(scale, math.Abs(v))
 		}
 		for i, v := range g32[n] {
-			if math.Abs(v-want[i]) > 1e-4*(1+scale) {
+			if !(math.Abs(v-want[i]) <= 1e-4*(1+scale)) {
 				t.Errorf("%s: float32 gradient of %s[%d] = %v, float64 %v", name, n, i, v, want[i])
 				break
 			}

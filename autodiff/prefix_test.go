@@ -52,7 +52,7 @@ func TestCausalLinearAttentionValues(t *testing.T) {
 					}
 					want += w * V[(i*tk+s)*d+c]
 				}
-				if x := got[(i*tq+q)*d+c]; math.Abs(x-want) > 1e-12 {
+				if x := got[(i*tq+q)*d+c]; !(math.Abs(x-want) <= 1e-12) {
 					t.Fatalf("out[%d,%d,%d] = %g, want %g", i, q, c, x, want)
 				}
 			}

@@ -57,7 +57,7 @@ func TestRotaryValues(t *testing.T) {
 			rtol = 1e-6
 		}
 		for i := range want {
-			if math.Abs(got[i]-want[i]) > rtol*(1+math.Abs(want[i])) {
+			if !(math.Abs(got[i]-want[i]) <= rtol*(1+math.Abs(want[i]))) {
 				t.Fatalf("%v: element %d = %g, want %g", dt, i, got[i], want[i])
 			}
 		}
