@@ -42,12 +42,13 @@ func (g *Graph) GELU(x *Node, approx GELUApprox) *Node {
 	return g.applyFused(&geluKernel{approx: approx}, x)
 }
 
-// geluKernel computes GELU; in float32 it runs a float32 fast path, which for the tanh form
-// caches 0.5(1 + tanh(·)) for the backward pass; the exact form's backward pass recomputes
-// Φ(x) + x·φ(x) from x.
+// geluKernel computes GELU; in float32 it runs a float32 fast path that keeps nothing
+// between the passes: the tanh form's backward pass recovers s = 0.5(1 + tanh(·)) from
+// the output as y/x (vmath.GELUGradOut), the exact form's recomputes Φ(x) + x·φ(x) from x.
+// (Keeping s cost B·T·d_ff floats a layer from the forward pass to the backward: 151 MB
+// of the baby GPT's step.)
 type geluKernel struct {
 	approx GELUApprox
-	s32    []float32 // float32 tanh form: 0.5(1 + tanh(u)) of the last forward pass (the exact form keeps nothing)
 }
 
 func (k *geluKernel) opName() string                                   { return "GELU" }
@@ -95,30 +96,29 @@ func (k *geluKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 			geluExact32(x, flat[float32](out))
 			return nil
 		}
-		if len(k.s32) != len(x) {
-			k.s32 = make([]float32, len(x))
-		}
-		geluTanh32(x, k.s32, flat[float32](out))
+		geluTanh32(x, flat[float32](out))
 	} else {
 		parallelMap(flat[float64](in[0]), nil, flat[float64](out), f)
 	}
 	return nil
 }
 
-// gradReads: the gradient reads x (and the kernel's own cached factor), not the output.
-func (k *geluKernel) gradReads(int) []bool { return reads(1, 0) }
+// gradReads: the gradient reads x and, for the tanh form, the output.
+func (k *geluKernel) gradReads(int) []bool {
+	if k.approx == GELUTanh {
+		return reads(1, 0, 1)
+	}
+	return reads(1, 0)
+}
 
-func (k *geluKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.Dense) error {
+func (k *geluKernel) backward(_ int, in []*tensor.Dense, out, gout, dst *tensor.Dense) error {
 	_, df := k.funcs()
 	if isF32(in[0]) {
 		x := flat[float32](in[0])
-		switch {
-		case k.approx == GELUTanh && len(k.s32) == len(x):
-			geluTanhGrad32(x, k.s32, flat[float32](gout), flat[float32](dst))
-		case k.approx == GELUExact:
+		if k.approx == GELUTanh {
+			geluTanhGrad32(x, flat[float32](out), flat[float32](gout), flat[float32](dst))
+		} else {
 			geluExactGrad32(x, flat[float32](gout), flat[float32](dst))
-		default:
-			parallelMap(x, flat[float32](gout), flat[float32](dst), df)
 		}
 		return nil
 	} else {
@@ -127,23 +127,33 @@ func (k *geluKernel) backward(_ int, in []*tensor.Dense, _, gout, dst *tensor.De
 	return nil
 }
 
-// geluTanh32 sets y = 0.5·x·(1 + tanh(u)), u = √(2/π)(x + 0.044715x³), keeping
-// s = 0.5·(1 + tanh(u)) for the backward pass. It computes s as the logistic function
-// 1/(1 + exp(−2u)), which is the same number without the cancellation of 1 + tanh(u) for
-// negative x, so float32 keeps full relative precision.
-func geluTanh32(x, s, y []float32) {
-	blocks(len(x), func(lo, hi int) { vmath.GELUTanh(x[lo:hi], s[lo:hi], y[lo:hi]) })
+// geluBlock is the number of elements whose s = 0.5·(1 + tanh(u)) geluTanh32 keeps on
+// the stack at once.
+const geluBlock = 2048
+
+// geluTanh32 sets y = x·s, s = 0.5·(1 + tanh(u)), u = √(2/π)(x + 0.044715x³). It computes
+// s as the logistic function 1/(1 + exp(−2u)), which is the same number without the
+// cancellation of 1 + tanh(u) for negative x, so float32 keeps full relative precision.
+func geluTanh32(x, y []float32) {
+	nb := (len(x) + geluBlock - 1) / geluBlock
+	parallelFor(nb, geluBlock*4, func(lo, hi int) {
+		var s [geluBlock]float32
+		for b := lo; b < hi; b++ {
+			i, e := b*geluBlock, min((b+1)*geluBlock, len(x))
+			vmath.GELUTanh(x[i:e], s[:e-i], y[i:e])
+		}
+	})
 }
 
 // geluTanhGrad32 sets dx = g·(s + 2·x·s·(1 − s)·√(2/π)(1 + 3·0.044715x²)), which is
-// g·(0.5(1 + t) + 0.5·x·(1 − t²)·u′) with s = 0.5(1 + t).
-func geluTanhGrad32(x, s, g, dx []float32) {
+// g·(0.5(1 + t) + 0.5·x·(1 − t²)·u′) with s = 0.5(1 + t), recovering s from the output
+// y = x·s (vmath.GELUGradOut).
+func geluTanhGrad32(x, y, g, dx []float32) {
 	const block = 2048
 	blocks := (len(x) + block - 1) / block
 	parallelFor(blocks, block*4, func(lo, hi int) {
 		e := min(hi*block, len(x))
-		xs, ss, gs, ds := x[lo*block:e], s[lo*block:e], g[lo*block:e], dx[lo*block:e]
-		vmath.GELUGrad(xs, ss, gs, ds)
+		vmath.GELUGradOut(x[lo*block:e], y[lo*block:e], g[lo*block:e], dx[lo*block:e])
 	})
 }
 

@@ -202,6 +202,39 @@ func GELUGrad(x, s, g, dx []float32) {
 	}
 }
 
+// geluTiny is the |x| below which GELUGradOut takes s = 0.5: there 0.5(1 + tanh(u))
+// rounds to 0.5 in float32 (|u| < 2⁻⁶³), and y = x·s may be subnormal, so y/x would
+// not be s.
+const geluTiny = 0x1p-64
+
+// GELUGradOut is GELUGrad with s recomputed from the forward pass's output y = x·s as
+// s = y/x (0.5 where |x| < geluTiny), so that the forward pass need not keep s: one
+// division per element instead of a value kept from the forward pass to the backward.
+// s is y/x rounded, within an ulp or two of GELUTanh's s; where s underflows (x below
+// about −10) both are below 1e-37, and so is the derivative.
+func GELUGradOut(x, y, g, dx []float32) {
+	n := len(x)
+	y, g, dx = y[:n], g[:n], dx[:n]
+	done := 0
+	if hasAVX2 {
+		done = n &^ 7
+		if done > 0 {
+			geluGradOutAVX2(&x[0], &y[0], &g[0], &dx[0], done, sqrt2OverPi, 3*cubic, 1, 0.5, geluTiny)
+		}
+	}
+	for i := done; i < n; i++ {
+		v := x[i]
+		sg := y[i] / v
+		if abs32(v) < geluTiny {
+			sg = 0.5
+		}
+		d := sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*cubic*v*v)
+		dx[i] = g[i] * d
+	}
+}
+
+func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+
 // lanes8 adds the eight lanes of s pairwise (s[j] += s[j+w] for w = 4, 2, 1), as
 // ExpShiftSum does, and returns the total.
 func lanes8(s *[8]float32) float32 {

@@ -65,6 +65,9 @@ func addAVX2(dst, x *float32, n int)
 func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32)
 
 //go:noescape
+func geluGradOutAVX2(x, y, gr, dx *float32, n int, c1, c3, one, half, tiny float32)
+
+//go:noescape
 func scaleDotAVX2(gr, x *float32, n int, c float32) float32
 
 //go:noescape

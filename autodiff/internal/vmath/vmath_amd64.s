@@ -2910,3 +2910,47 @@ xgloop:
 	JNZ  xgloop
 	VZEROUPPER
 	RET
+
+// func geluGradOutAVX2(x, y, gr, dx *float32, n int, c1, c3, one, half, tiny float32)
+// dx = gr·(s + 2x·s·(1 − s)·c1·(1 + c3·x²)) as geluGradAVX2, with s = y/x, or half where
+// |x| < tiny; n > 0, a multiple of 8.
+TEXT ·geluGradOutAVX2(SB), NOSPLIT, $0-60
+	MOVQ x+0(FP), SI
+	MOVQ y+8(FP), DI
+	MOVQ gr+16(FP), R8
+	MOVQ dx+24(FP), DX
+	MOVQ n+32(FP), CX
+	VBROADCASTSS c1+40(FP), Y8
+	VBROADCASTSS c3+44(FP), Y10
+	VBROADCASTSS one+48(FP), Y9
+	VBROADCASTSS half+52(FP), Y11
+	VBROADCASTSS tiny+56(FP), Y12
+	VPCMPEQD Y13, Y13, Y13
+	VPSRLD $1, Y13, Y13 // 0x7fffffff: |·|
+goloop:
+	VMOVUPS (SI), Y0
+	VMOVUPS (DI), Y1
+	VDIVPS Y0, Y1, Y1 // s = y/x
+	VANDPS Y13, Y0, Y5
+	VCMPPS $1, Y12, Y5, Y5 // |x| < tiny
+	VBLENDVPS Y5, Y11, Y1, Y1
+	VADDPS Y0, Y0, Y2
+	VMULPS Y1, Y2, Y2
+	VSUBPS Y1, Y9, Y3
+	VMULPS Y3, Y2, Y2
+	VMULPS Y8, Y2, Y2
+	VMULPS Y0, Y10, Y4
+	VMULPS Y0, Y4, Y4
+	VADDPS Y9, Y4, Y4
+	VMULPS Y4, Y2, Y2
+	VADDPS Y2, Y1, Y2
+	VMULPS (R8), Y2, Y2
+	VMOVUPS Y2, (DX)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	ADDQ $32, R8
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JNZ  goloop
+	VZEROUPPER
+	RET

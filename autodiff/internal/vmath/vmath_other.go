@@ -26,6 +26,9 @@ func scaleFlushAVX2(x *float32, n int, a float32, wide bool) { panic("vmath: no 
 func addAVX2(dst, x *float32, n int)                         { panic("vmath: no AVX2") }
 
 func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32) { panic("vmath: no AVX2") }
+func geluGradOutAVX2(x, y, gr, dx *float32, n int, c1, c3, one, half, tiny float32) {
+	panic("vmath: no AVX2")
+}
 
 func scaleDotAVX2(gr, x *float32, n int, c float32) float32 { panic("vmath: no AVX2") }
 func expScoreGradAVX2(gr, x, d *float32, n int, c, shift, delta, f float32) float32 {

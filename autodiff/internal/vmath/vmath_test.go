@@ -156,6 +156,55 @@ func TestGELUGrad(t *testing.T) {
 	}
 }
 
+// TestGELUGradOut checks GELUGradOut on both paths, bit for bit, against its scalar
+// definition, and against GELUGrad with GELUTanh's s and the float64 derivative, over
+// random x and the edges: zero, tiny and subnormal x (s = 0.5), x where s underflows.
+func TestGELUGradOut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	edges := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, 1e-40, -1e-45, 0x1p-64, -0x1p-64, 0x1p-63, 1e-8, -1e-8, -9, -10, -12, -20, -60, 9, 20, 60}
+	for _, n := range []int{0, 1, 7, 8, 9, 33, 100, 1000} {
+		x, s, g, y := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i] = float32(4 * rng.NormFloat64())
+			if i%3 == 0 {
+				x[i] = edges[(i/3)%len(edges)]
+			}
+			g[i] = float32(rng.NormFloat64())
+		}
+		GELUTanh(x, s, y)
+		kept := make([]float32, n)
+		GELUGrad(x, s, g, kept)
+		for _, avx := range []bool{true, false} {
+			dx := make([]float32, n)
+			old := hasAVX2
+			setAVX2(avx && old)
+			GELUGradOut(x, y, g, dx)
+			setAVX2(old)
+			for i, v := range x {
+				sg := y[i] / v
+				if abs32(v) < geluTiny {
+					sg = 0.5
+				}
+				want := g[i] * (sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*cubic*v*v))
+				if math.Float32bits(dx[i]) != math.Float32bits(want) {
+					t.Fatalf("n=%d AVX2 %v: dx[%d] = %v (x = %v), want %v", n, avx && old, i, dx[i], v, want)
+				}
+				// Near x ≈ 5, 1 − s is a few ulps of 1, and the derivative's second term
+				// (up to 44·(1 − s)) turns an ulp of s into up to 5e-6: both ways alike.
+				if d := math.Abs(float64(dx[i] - kept[i])); d > 1e-5*(1+math.Abs(float64(kept[i]))) {
+					t.Errorf("x=%v: dx %v from y, %v from GELUTanh's s", v, dx[i], kept[i])
+				}
+				xv := float64(v)
+				th := math.Tanh(sqrt2OverPi * (xv + cubic*xv*xv*xv))
+				d64 := float64(g[i]) * (0.5*(1+th) + 0.5*xv*(1-th*th)*sqrt2OverPi*(1+3*cubic*xv*xv))
+				if math.Abs(float64(dx[i])-d64) > 1e-5*(1+math.Abs(d64)) {
+					t.Errorf("x=%v: dx %v, float64 %v", v, dx[i], d64)
+				}
+			}
+		}
+	}
+}
+
 // TestScaleDotAddSumScale checks ScaleDot (g = c·g, Σ g·x) and AddSumScale (acc += g,
 // Σ g, g = c·g) against their scalar definitions (element i in lane i mod 8, lanes8) bit
 // for bit on both paths, at lengths around the vector width.
