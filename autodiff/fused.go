@@ -102,9 +102,7 @@ type fwdOp struct {
 	out    *tensor.Dense
 	ins    denseArgs
 	scalar scalarOut
-	// buffers of a plan to fill with NaN before and after the kernel runs, in the
-	// package's tests (poisonUnread): storages dead by then
-	poisonBefore, poisonAfter []*tensor.Dense
+	dead   deadBufs
 }
 
 func newFwdOp(k fusedKernel, inShapes []tensor.Shape, outShape tensor.Shape) *fwdOp {
@@ -204,11 +202,11 @@ func (op *fwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 	if op.out == nil || op.out.Dtype() != dt {
 		op.out = newDense(dt, op.outShape)
 	}
-	poisonNaN(op.poisonBefore)
+	poisonNaN(op.dead.before)
 	if err := op.k.forward(in, op.out); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.name, err)
 	}
-	poisonNaN(op.poisonAfter)
+	poisonNaN(op.dead.after)
 	if op.outShape.IsScalar() {
 		return op.scalar.value(op.out), nil
 	}
@@ -339,8 +337,7 @@ type bwdOp struct {
 	scalar scalarOut
 	// poisonUnread's stand-ins, and the inputs it hands the kernel
 	poison, poisonIn []*tensor.Dense
-	// as fwdOp's
-	poisonBefore, poisonAfter []*tensor.Dense
+	dead             deadBufs
 	// into, if set, is the parameter whose whole gradient this op computes (in a graph
 	// that runs whole): Do writes it into the parameter's gradient, or adds it there
 	// when the gradient is not zero, and returns that tensor (intoParams).
@@ -409,11 +406,11 @@ func (op *bwdOp) Do(vals ...G.Value) (v G.Value, err error) {
 	if op.dst == nil || op.dst.Dtype() != in[op.wrt].Dtype() {
 		op.dst = newDense(in[op.wrt].Dtype(), op.fwd.inShapes[op.wrt])
 	}
-	poisonNaN(op.poisonBefore)
+	poisonNaN(op.dead.before)
 	if err := op.fwd.k.backward(op.wrt, in, out, gout, op.dst); err != nil {
 		return nil, fmt.Errorf("%s: %w", op.name, err)
 	}
-	poisonNaN(op.poisonAfter)
+	poisonNaN(op.dead.after)
 	if op.fwd.inShapes[op.wrt].IsScalar() {
 		return op.scalar.value(op.dst), nil
 	}

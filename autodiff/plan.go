@@ -211,23 +211,28 @@ func poisonAt(c *compiled, prog []instr, last int, t *tensor.Dense) {
 		if prog[i].kind != instrExec {
 			continue
 		}
+		var p *deadBufs
 		switch op := c.g.eg.Node(prog[i].node).(*G.Node).Op().(type) {
 		case *fwdOp:
-			if i == last {
-				op.poisonAfter = append(op.poisonAfter, t)
-			} else {
-				op.poisonBefore = append(op.poisonBefore, t)
-			}
-			return
+			p = &op.dead
 		case *bwdOp:
-			if i == last {
-				op.poisonAfter = append(op.poisonAfter, t)
-			} else {
-				op.poisonBefore = append(op.poisonBefore, t)
-			}
-			return
+			p = &op.dead
+		default:
+			continue
 		}
+		if i == last {
+			p.after = append(p.after, t)
+		} else {
+			p.before = append(p.before, t)
+		}
+		return
 	}
+}
+
+// deadBufs are a plan's buffers that a fused op fills with NaN before and after its
+// kernel runs, in the package's tests (poisonUnread): storages dead by then.
+type deadBufs struct {
+	before, after []*tensor.Dense
 }
 
 // poisonNaN sets every element of the float tensors ts to NaN.
