@@ -263,11 +263,7 @@ func putScratch[T float](s *[]T) {
 // the gradients of the inputs computed ahead by the first backward call.
 func (k *attentionKernel) stateBufs(in []tensor.Shape) []stateBuf {
 	qs, vs := in[0], in[2]
-	bufs := []stateBuf{{shape: tensor.Shape{qs[0], k.heads, qs[1], vs[1]}, fromForward: true}}
-	for _, s := range in {
-		bufs = append(bufs, stateBuf{shape: s})
-	}
-	return bufs
+	return inputGradBufs([]stateBuf{{shape: tensor.Shape{qs[0], k.heads, qs[1], vs[1]}, fromForward: true}}, in)
 }
 
 func (k *attentionKernel) useState(bufs []*tensor.Dense) {

@@ -198,13 +198,7 @@ func kattnForward[T float](k *kernelAttention, d tiledDims, mm gemmFunc[T], a ti
 }
 
 // stateBufs: the gradients of the inputs computed together by the first backward call.
-func (k *kernelAttention) stateBufs(in []tensor.Shape) []stateBuf {
-	bufs := make([]stateBuf, len(in))
-	for i, s := range in {
-		bufs[i] = stateBuf{shape: s}
-	}
-	return bufs
-}
+func (k *kernelAttention) stateBufs(in []tensor.Shape) []stateBuf { return inputGradBufs(nil, in) }
 
 // useState takes the plan's buffers; gradBuffers makes those it left out.
 func (k *kernelAttention) useState(bufs []*tensor.Dense) { k.grads = bufs }

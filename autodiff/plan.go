@@ -286,6 +286,15 @@ type stateBuf struct {
 	fromForward bool
 }
 
+// inputGradBufs appends to bufs a buffer of each input's shape, for the gradients a
+// kernel's first backward call computes for the others.
+func inputGradBufs(bufs []stateBuf, in []tensor.Shape) []stateBuf {
+	for _, s := range in {
+		bufs = append(bufs, stateBuf{shape: s})
+	}
+	return bufs
+}
+
 // opState is the plan's view of one fused op's kernel state.
 type opState struct {
 	k     stateKernel

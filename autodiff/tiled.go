@@ -827,13 +827,7 @@ func tiledForward[T float](k *tiledKernel, d tiledDims, mm gemmFunc[T], a tiledA
 }
 
 // stateBufs: the gradients of the inputs computed together by the first backward call.
-func (k *tiledKernel) stateBufs(in []tensor.Shape) []stateBuf {
-	bufs := make([]stateBuf, len(in))
-	for i, s := range in {
-		bufs[i] = stateBuf{shape: s}
-	}
-	return bufs
-}
+func (k *tiledKernel) stateBufs(in []tensor.Shape) []stateBuf { return inputGradBufs(nil, in) }
 
 // useState takes the plan's buffers; gradBuffers makes those it left out.
 func (k *tiledKernel) useState(bufs []*tensor.Dense) { k.grads = bufs }

@@ -196,10 +196,13 @@ func GELUGrad(x, s, g, dx []float32) {
 		}
 	}
 	for i := done; i < n; i++ {
-		v, sg := x[i], s[i]
-		d := sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*cubic*v*v)
-		dx[i] = g[i] * d
+		dx[i] = g[i] * geluDeriv(x[i], s[i])
 	}
+}
+
+// geluDeriv is s + 2x·s·(1 − s)·√(2/π)·(1 + 3·0.044715·x²), rounded as the vector loops do.
+func geluDeriv(v, sg float32) float32 {
+	return sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*cubic*v*v)
 }
 
 // geluTiny is the |x| below which GELUGradOut takes s = 0.5: there 0.5(1 + tanh(u))
@@ -223,14 +226,16 @@ func GELUGradOut(x, y, g, dx []float32) {
 		}
 	}
 	for i := done; i < n; i++ {
-		v := x[i]
-		sg := y[i] / v
-		if abs32(v) < geluTiny {
-			sg = 0.5
-		}
-		d := sg + 2*v*sg*(1-sg)*sqrt2OverPi*(1+3*cubic*v*v)
-		dx[i] = g[i] * d
+		dx[i] = g[i] * geluDeriv(x[i], geluS(x[i], y[i]))
 	}
+}
+
+// geluS is s = y/x, or 0.5 where |x| < geluTiny.
+func geluS(x, y float32) float32 {
+	if abs32(x) < geluTiny {
+		return 0.5
+	}
+	return y / x
 }
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }

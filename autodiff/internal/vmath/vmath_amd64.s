@@ -1437,6 +1437,23 @@ adone:
 	VZEROUPPER
 	RET
 
+// GELUD8 stores dx = gr·(s + 2x·s·(1−s)·c1·(1 + c3·x·x)) for the eight x in Y0 and s in
+// Y1 at (DX), gr at (R8), with Y8 = c1, Y10 = c3 and Y9 = 1 broadcast, each operation
+// rounded in the order of GELUGrad's scalar loop; it clobbers Y2, Y3 and Y4.
+#define GELUD8 \
+	VADDPS Y0, Y0, Y2 \
+	VMULPS Y1, Y2, Y2 \
+	VSUBPS Y1, Y9, Y3 \
+	VMULPS Y3, Y2, Y2 \
+	VMULPS Y8, Y2, Y2 \
+	VMULPS Y0, Y10, Y4 \
+	VMULPS Y0, Y4, Y4 \
+	VADDPS Y9, Y4, Y4 \
+	VMULPS Y4, Y2, Y2 \
+	VADDPS Y2, Y1, Y2 \
+	VMULPS (R8), Y2, Y2 \
+	VMOVUPS Y2, (DX)
+
 // func geluGradAVX2(x, s, gr, dx *float32, n int, c1, c3, one float32)
 // dx[i] = gr[i]·(s + 2x·s·(1−s)·c1·(1 + c3·x·x)) with s = s[i], x = x[i], each operation
 // rounded in the order of GELUGrad's scalar loop; n is a positive multiple of 8.
@@ -1452,18 +1469,7 @@ TEXT ·geluGradAVX2(SB), NOSPLIT, $0-52
 ggloop:
 	VMOVUPS (SI), Y0
 	VMOVUPS (DI), Y1
-	VADDPS Y0, Y0, Y2
-	VMULPS Y1, Y2, Y2
-	VSUBPS Y1, Y9, Y3
-	VMULPS Y3, Y2, Y2
-	VMULPS Y8, Y2, Y2
-	VMULPS Y0, Y10, Y4
-	VMULPS Y0, Y4, Y4
-	VADDPS Y9, Y4, Y4
-	VMULPS Y4, Y2, Y2
-	VADDPS Y2, Y1, Y2
-	VMULPS (R8), Y2, Y2
-	VMOVUPS Y2, (DX)
+	GELUD8
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, R8
@@ -2934,18 +2940,7 @@ goloop:
 	VANDPS Y13, Y0, Y5
 	VCMPPS $1, Y12, Y5, Y5 // |x| < tiny
 	VBLENDVPS Y5, Y11, Y1, Y1
-	VADDPS Y0, Y0, Y2
-	VMULPS Y1, Y2, Y2
-	VSUBPS Y1, Y9, Y3
-	VMULPS Y3, Y2, Y2
-	VMULPS Y8, Y2, Y2
-	VMULPS Y0, Y10, Y4
-	VMULPS Y0, Y4, Y4
-	VADDPS Y9, Y4, Y4
-	VMULPS Y4, Y2, Y2
-	VADDPS Y2, Y1, Y2
-	VMULPS (R8), Y2, Y2
-	VMOVUPS Y2, (DX)
+	GELUD8
 	ADDQ $32, SI
 	ADDQ $32, DI
 	ADDQ $32, R8
