@@ -64,7 +64,9 @@ type microKernel struct {
 	// kernel on Zen 3 (bench/PROFILE.md round fourteen), both cores, fraction of the FMA
 	// peak: the mid size's 256×256×2048 weight gradient 0.72 with B in place, 0.82
 	// packed; the baby GPT's 384×384×4096 0.69 against 0.82. At 65 rows (the output
-	// layer's 65×256×2048) in place stays faster: 0.78 against 0.63.
+	// layer's 65×256×2048) in place stays faster: 0.78 against 0.63. For the AVX-512
+	// kernel on an Intel Xeon (family 6 model 167), one core: 256×1024×1024 0.59 in place
+	// against 0.74 packed, 384×1536×2048 0.56 against 0.68, the others equal.
 	packsBForT bool
 	// stridedB: packB may hand this kernel B's full panels in place (row stride ldb).
 	// Measured for the assembly kernels (BenchmarkBInPlace); the Go kernel keeps packed
@@ -383,6 +385,14 @@ func packAT(mr int, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []f
 				v := src[r : r+6 : r+6]
 				q = q[:6:6]
 				q[0], q[1], q[2], q[3], q[4], q[5] = v[0], v[1], v[2], v[3], v[4], v[5]
+				continue
+			}
+			if mr == 12 && alpha == 1 {
+				// Three 16-byte moves; copyN's 48-byte array copy is a call to memmove.
+				v := src[r : r+12 : r+12]
+				*(*[4]float32)(q[0:4]) = *(*[4]float32)(v[0:4])
+				*(*[4]float32)(q[4:8]) = *(*[4]float32)(v[4:8])
+				*(*[4]float32)(q[8:12]) = *(*[4]float32)(v[8:12])
 				continue
 			}
 			if alpha == 1 {

@@ -31,7 +31,7 @@ var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, pac
 		tailKernel("avx2", simd.AVX2, 4, 16, kernel4x16yu, kernel4x16yt),
 	}}
 
-var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX, copyRows: copyRowsAVX,
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, packsBForT: true, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX, copyRows: copyRowsAVX,
 	gemvN: gemvNVec(gemvN16z, 16), gemvT: gemvTVec,
 	tails: []*microKernel{
 		tailKernel("avx512", simd.AVX512, 4, 32, kernel4x32zu, kernel4x32zt),

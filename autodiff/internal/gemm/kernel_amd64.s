@@ -339,6 +339,8 @@ TEXT ·kernel6x16t(SB), NOSPLIT, $0-57
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
+	IMUL3Q $8, R11, R12     // prefetch distance: 8 steps of Aᵀ, in bytes
+	LEAQ (R12)(R11*1), R13
 	PREFETCHC6x64
 
 	VXORPS Y4, Y4, Y4
@@ -359,6 +361,14 @@ TEXT ·kernel6x16t(SB), NOSPLIT, $0-57
 	JZ   ttail
 
 tloop2:
+	// Step p+8 of Aᵀ, both ends of its six values: every step reads a new line of A,
+	// lda floats on, which the hardware prefetchers do not follow (weight gradients
+	// Gᵀ·X in place: 0.58-0.66 of the ymm peak without these, 0.70-0.76 with them on
+	// an Intel Xeon, family 6 model 167, LOCUS_CPU=avx2).
+	PREFETCHT0 (SI)(R12*1)
+	PREFETCHT0 23(SI)(R12*1)
+	PREFETCHT0 (SI)(R13*1)
+	PREFETCHT0 23(SI)(R13*1)
 	VMOVUPS (DI), Y0
 	VMOVUPS 32(DI), Y1
 	VBROADCASTSS 0(SI), Y2
