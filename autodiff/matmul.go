@@ -61,12 +61,13 @@ func (k *linearKernel) forward(in []*tensor.Dense, out *tensor.Dense) error {
 	case Float32:
 		x := in[0].Float32s()
 		y := out.Float32s()
-		beta := float32(0)
 		if k.bias {
-			fillRows(y, in[2].Float32s())
-			beta = 1
+			// The bias is added to the tiles as the product stores them (no pass
+			// filling y with it first: 1.4-2.5 % of charlm's steps at 256 and 384 wide).
+			gemm.ParallelBias(false, true, rows, nOut, nIn, x, nIn, in[1].Float32s(), nIn, in[2].Float32s(), y, nOut)
+			break
 		}
-		gemm.Parallel(false, true, rows, nOut, nIn, 1, x, nIn, in[1].Float32s(), nIn, beta, y, nOut)
+		gemm.Parallel(false, true, rows, nOut, nIn, 1, x, nIn, in[1].Float32s(), nIn, 0, y, nOut)
 	case Float64:
 		x := in[0].Float64s()
 		y := out.Float64s()

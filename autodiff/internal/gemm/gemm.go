@@ -37,17 +37,20 @@ const (
 // set is true (the first panel of a product with beta = 0: c is not read). Row p of the
 // B panel is b[p·ldb : p·ldb+nr]: ldb = nr for a packed panel, B's own row stride where
 // B is read in place.
+//
+// With set, a bias (nil, or at least nr values) is added to every row of the stored tile:
+// c[i·ldc+j] = Σ + bias[j], the same sum as filling c with the bias and adding the tile.
 type microKernel struct {
 	name   string
 	level  simd.Level // the instructions it needs
 	mr, nr int
-	packed func(k int, a, b []float32, ldb int, c []float32, ldc int, set bool)
+	packed func(k int, a, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32)
 	// direct is packed with A's mr rows read in place at stride lda; nil where the kernel
 	// needs A packed.
-	direct func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool)
+	direct func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32)
 	// directT is direct for a transposed A: the mr values of step p are a[p·lda+i];
 	// nil where the kernel needs Aᵀ packed.
-	directT func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool)
+	directT func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32)
 	// packATCols: sgemm packs a transposed A (the weight gradient Gᵀ·X of a Linear layer)
 	// rather than read it in place where the product has at least packATCols columns, at
 	// least a packed block's rows (mc) and no more rows than columns (0: always in place).
@@ -148,9 +151,35 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	sgemm(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// SgemmBias sets C = op(A)·op(B) + bias, bias (n values) added to every row of C: a
+// Linear layer's x·Wᵀ + b. The kernels add the bias to the tiles they store (C is neither
+// filled first nor read), with the same bits as filling C with the bias and adding the
+// product (Sgemm with beta = 1).
+func SgemmBias(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int) {
+	sgemmBias(active, transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, bias[:n])
+}
+
 func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemmBias(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+// fillBias copies bias into each of the m rows of c (the first n columns).
+func fillBias(m, n int, bias, c []float32, ldc int) {
+	for i := range m {
+		copy(c[i*ldc:i*ldc+n], bias[:n])
+	}
+}
+
+// sgemmBias is sgemm with, where bias is not nil (then alpha = 1 and beta = 0), the bias
+// added to every row of C.
+func sgemmBias(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, bias []float32) {
 	if m == 0 || n == 0 {
 		return
+	}
+	if bias != nil && (k == 0 || useGemv && kr.gemvN != nil && m <= gemvRows(transB) || flips(kr, transA, transB, m, n, k, alpha, beta)) {
+		// The paths whose kernels store no tiles: C is filled with the bias first.
+		fillBias(m, n, bias, c, ldc)
+		beta, bias = 1, nil
 	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
@@ -187,15 +216,19 @@ func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a [
 		for pc := 0; pc < k; pc += kc {
 			kb := min(kc, k-pc)
 			bp := packB(kr, transB, b, ldb, pc, jc, kb, nb, bInPlaceOK, alphaB, ws.b)
+			var bias0 []float32 // the bias, added where the first depth panel stores C
+			if pc == 0 {
+				bias0 = sub(bias, jc)
+			}
 			if directA {
 				// A is read in place by the micro-kernel; only edge rows are packed.
-				macroDirect(kr, transA, m, nb, kb, ws, a, lda, pc, bp, c[jc:], ldc, setC && pc == 0)
+				macroDirect(kr, transA, m, nb, kb, ws, a, lda, pc, bp, c[jc:], ldc, setC && pc == 0, bias0)
 				continue
 			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
 				packA(kr.mr, transA, a, lda, ic, pc, mb, kb, alphaA, ws.a)
-				macro(kr, mb, nb, kb, ws, bp, c[ic*ldc+jc:], ldc, setC && pc == 0)
+				macro(kr, mb, nb, kb, ws, bp, c[ic*ldc+jc:], ldc, setC && pc == 0, bias0)
 			}
 		}
 	}
@@ -541,11 +574,25 @@ func packBPanels(kr *microKernel, trans bool, b []float32, ldb, pc, jc, kb, nb i
 	}
 }
 
+// sub is bias from column j on, or nil without a bias.
+func sub(bias []float32, j int) []float32 {
+	if bias == nil {
+		return nil
+	}
+	return bias[j:]
+}
+
 // addTile adds the rows×cols corner of t (row stride nr) into c (ldc), or copies it
-// there if set.
-func addTile(rows, cols, nr int, t, c []float32, ldc int, set bool) {
+// there if set, plus bias[j] where bias is not nil.
+func addTile(rows, cols, nr int, t, c []float32, ldc int, set bool, bias []float32) {
 	for i := range rows {
 		dst := c[i*ldc : i*ldc+cols]
+		if set && bias != nil {
+			for j, v := range t[i*nr : i*nr+cols] {
+				dst[j] = v + bias[j]
+			}
+			continue
+		}
 		if set {
 			copy(dst, t[i*nr:i*nr+cols])
 			continue
@@ -558,7 +605,7 @@ func addTile(rows, cols, nr int, t, c []float32, ldc int, set bool) {
 
 // macro multiplies the packed mb×kb block of A by the kb×nb block of B (bp), adding
 // into c (ldc), or storing it there if set.
-func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float32, ldc int, set bool) {
+func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float32, ldc int, set bool, bias []float32) {
 	mr, nr := kr.mr, kr.nr
 	for s := 0; s < nb; s += nr {
 		cols := min(nr, nb-s)
@@ -567,12 +614,12 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float
 			rows := min(mr, mb-r)
 			ap := ws.a[r*kb:]
 			if rows == mr && cols == nr {
-				kr.packed(kb, ap, b, ldb, c[r*ldc+s:], ldc, set)
+				kr.packed(kb, ap, b, ldb, c[r*ldc+s:], ldc, set, sub(bias, s))
 				continue
 			}
 			t := ws.tmp[:mr*nr]
-			kr.packed(kb, ap, b, ldb, t, nr, true)
-			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set)
+			kr.packed(kb, ap, b, ldb, t, nr, true, nil)
+			addTile(rows, cols, nr, t, c[r*ldc+s:], ldc, set, sub(bias, s))
 		}
 	}
 }
@@ -583,7 +630,7 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float
 // last panel of at most narrow.nr columns (n = 65 or 784 with 32-column panels) is
 // computed by the narrow kernel, which reads the first columns of the packed panel, where
 // m is at least both kernels' rows (so that neither packs A's rows).
-func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, bp bPanels, c []float32, ldc int, set bool) {
+func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, bp bPanels, c []float32, ldc int, set bool, bias []float32) {
 	nr := kr.nr
 	if tk, _ := kr.tail(m, m%kr.mr); tk == nil {
 		packA(kr.mr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
@@ -611,7 +658,7 @@ func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []
 			if edge != nil && cols <= edge.nr {
 				k = edge
 			}
-			panelDirect(k, trans, hi-lo, cols, kb, ws, aa, lda, pc, b, ldb, cc[s:], ldc, set)
+			panelDirect(k, trans, hi-lo, cols, kb, ws, aa, lda, pc, b, ldb, cc[s:], ldc, set, sub(bias, s))
 		}
 	}
 }
@@ -643,7 +690,7 @@ var blockDirect = true
 // more rows than are left, as its tile of the last rows (overlapping the tile before it)
 // into a scratch tile of which only its new rows go to c; where m is below every fitting
 // kernel's rows, from A's rows packed by macroDirect.
-func panelDirect(kr *microKernel, trans bool, m, cols, kb int, ws *workspace, a []float32, lda, pc int, b []float32, ldb int, c []float32, ldc int, set bool) {
+func panelDirect(kr *microKernel, trans bool, m, cols, kb int, ws *workspace, a []float32, lda, pc int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	mr, nr := kr.mr, kr.nr
 	direct, at := kr.direct, func(r int) []float32 { return a[r*lda+pc:] }
 	if trans {
@@ -652,12 +699,12 @@ func panelDirect(kr *microKernel, trans bool, m, cols, kb int, ws *workspace, a 
 	full := m / mr * mr // rows in full tiles
 	for r := 0; r < full; r += mr {
 		if cols == nr {
-			direct(kb, at(r), lda, b, ldb, c[r*ldc:], ldc, set)
+			direct(kb, at(r), lda, b, ldb, c[r*ldc:], ldc, set, bias)
 			continue
 		}
 		t := ws.tmp[:mr*nr]
-		direct(kb, at(r), lda, b, ldb, t, nr, true)
-		addTile(mr, cols, nr, t, c[r*ldc:], ldc, set)
+		direct(kb, at(r), lda, b, ldb, t, nr, true, nil)
+		addTile(mr, cols, nr, t, c[r*ldc:], ldc, set, bias)
 	}
 	rem := m - full
 	if rem == 0 {
@@ -666,8 +713,8 @@ func panelDirect(kr *microKernel, trans bool, m, cols, kb int, ws *workspace, a 
 	tk, tmr := kr.tail(m, rem)
 	if tk == nil { // m < mr: A's rows are packed in ws.a
 		t := ws.tmp[:mr*nr]
-		kr.packed(kb, ws.a, b, ldb, t, nr, true)
-		addTile(rem, cols, nr, t, c, ldc, set)
+		kr.packed(kb, ws.a, b, ldb, t, nr, true, nil)
+		addTile(rem, cols, nr, t, c, ldc, set, bias)
 		return
 	}
 	tail := tk.direct
@@ -675,20 +722,20 @@ func panelDirect(kr *microKernel, trans bool, m, cols, kb int, ws *workspace, a 
 		tail = tk.directT
 	}
 	if rem == tmr && cols == nr {
-		tail(kb, at(full), lda, b, ldb, c[full*ldc:], ldc, set)
+		tail(kb, at(full), lda, b, ldb, c[full*ldc:], ldc, set, bias)
 		return
 	}
 	// Rows m−tmr..m−1; the first tmr−rem of them belong to the tile before.
 	t := ws.tmp[:tmr*nr]
-	tail(kb, at(m-tmr), lda, b, ldb, t, nr, true)
-	addTile(rem, cols, nr, t[(tmr-rem)*nr:], c[full*ldc:], ldc, set)
+	tail(kb, at(m-tmr), lda, b, ldb, t, nr, true, nil)
+	addTile(rem, cols, nr, t[(tmr-rem)*nr:], c[full*ldc:], ldc, set, bias)
 }
 
 // kernelGo is the portable micro-kernel: c[6×16] (ldc) += a-panel · b-panel (ldb) over k
 // (= if set). It walks the tile in blocks of 2 rows × 4 columns whose eight sums stay in
 // registers over the whole depth (summing over p in order, as every kernel); a 6×16 array
 // of sums in memory would make each step load, add and store every sum.
-func kernelGo(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelGo(k int, a, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	const mr, nr = 6, 16
 	a = a[:k*mr]
 	b = b[:(k-1)*ldb+nr]
@@ -711,6 +758,12 @@ func kernelGo(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
 			}
 			r0 := (*[4]float32)(c[i*ldc+j:])
 			r1 := (*[4]float32)(c[(i+1)*ldc+j:])
+			if set && bias != nil {
+				bv := (*[4]float32)(bias[j:])
+				*r0 = [4]float32{c00 + bv[0], c01 + bv[1], c02 + bv[2], c03 + bv[3]}
+				*r1 = [4]float32{c10 + bv[0], c11 + bv[1], c12 + bv[2], c13 + bv[3]}
+				continue
+			}
 			if set {
 				*r0 = [4]float32{c00, c01, c02, c03}
 				*r1 = [4]float32{c10, c11, c12, c13}
@@ -734,10 +787,19 @@ func Parallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 	parallel(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// ParallelBias is SgemmBias split as Parallel splits Sgemm.
+func ParallelBias(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int) {
+	parallelBias(active, transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, bias[:n])
+}
+
 func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	parallelBias(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
+}
+
+func parallelBias(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, bias []float32) {
 	workers := runtime.GOMAXPROCS(0)
 	if workers <= 1 || m*n*k < 1<<18 {
-		sgemm(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		sgemmBias(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias)
 		return
 	}
 	mr, nr := kr.mr, kr.nr
@@ -764,7 +826,7 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 			} else {
 				aa = a[lo*lda:]
 			}
-			sgemm(kr, transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc)
+			sgemmBias(kr, transA, transB, hi-lo, n, k, alpha, aa, lda, b, ldb, beta, c[lo*ldc:], ldc, bias)
 		})
 	} else {
 		// Whole tiles, rounded down: the columns left over (784 = 2·384 + 16) are one
@@ -782,7 +844,7 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 			} else {
 				bb = b[lo:]
 			}
-			sgemm(kr, transA, transB, m, hi-lo, k, alpha, a, lda, bb, ldb, beta, c[lo:], ldc)
+			sgemmBias(kr, transA, transB, m, hi-lo, k, alpha, a, lda, bb, ldb, beta, c[lo:], ldc, sub(bias, lo))
 		})
 	}
 }

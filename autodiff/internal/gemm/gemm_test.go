@@ -557,3 +557,59 @@ func firstDiff(got, want []float32) int {
 	}
 	return -1
 }
+
+// TestSgemmBias checks SgemmBias and ParallelBias, under every available micro-kernel,
+// against filling C with the bias and adding the product (beta = 1): the same bits, over
+// shapes that take every path (the gemv rows, flipped products, tiles of the main,
+// narrow and tail kernels and of the scratch tile, packed A rows, two depth panels, two
+// column blocks, depth 0), with padded leading dimensions and the columns past n of C
+// left as they were.
+func TestSgemmBias(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	type shape struct{ m, n, k int }
+	shapes := []shape{
+		{1, 40, 17}, {3, 65, 64}, {4, 300, 64}, {5, 33, 9}, {7, 16, 300}, {12, 32, 256},
+		{13, 48, 31}, {24, 784, 64}, {64, 256, 784}, {100, 65, 256}, {97, 17, 513},
+		{36, nc + 40, 20}, {8, 10, 0},
+	}
+	for _, kr := range append(kernels(), extraKernels()...) {
+		for _, sh := range shapes {
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					m, n, k := sh.m, sh.n, sh.k
+					lda, ldb, ldc := k+3, n+1, n+2
+					arows, brows := m, k
+					if ta {
+						lda, arows = m+3, k
+					}
+					if tb {
+						ldb, brows = k+1, n
+					}
+					a := randSlice(rng, max(1, arows*lda))
+					b := randSlice(rng, max(1, brows*ldb))
+					bias := randSlice(rng, n+5)
+					c0 := randSlice(rng, m*ldc)
+					want := append([]float32(nil), c0...)
+					fillBias(m, n, bias, want, ldc)
+					withKernel(kr, func() { Sgemm(ta, tb, m, n, k, 1, a, lda, b, ldb, 1, want, ldc) })
+					for _, par := range []bool{false, true} {
+						got := append([]float32(nil), c0...)
+						withKernel(kr, func() {
+							if par {
+								ParallelBias(ta, tb, m, n, k, a, lda, b, ldb, bias, got, ldc)
+							} else {
+								SgemmBias(ta, tb, m, n, k, a, lda, b, ldb, bias, got, ldc)
+							}
+						})
+						for i := range got {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("kernel %s m=%d n=%d k=%d ta=%v tb=%v par=%v: c[%d] (row %d col %d) = %v, want %v (bias filled, beta 1)",
+									kr.name, m, n, k, ta, tb, par, i, i/ldc, i%ldc, got[i], want[i])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -36,7 +36,7 @@ func gemvNVec(asm gemvAsm, w int) func(k, n int, x, b []float32, ldb int, y []fl
 		}
 		t := ws.tmp[:w]
 		asm(k, w, &x[0], &panel[0], w, &t[0], true)
-		addTile(1, cols, w, t, y[nv:], 0, set)
+		addTile(1, cols, w, t, y[nv:], 0, set, nil)
 		pool.Put(ws)
 	}
 }
@@ -67,7 +67,7 @@ func gemvTVec(m, k, n int, x []float32, ldx int, b []float32, ldb int, c []float
 				continue
 			}
 			gemvN8(k, gemvTRows, &x[i*ldx], &panel[0], gemvTRows, &t[0], true)
-			addTile(1, rows, gemvTRows, t, c[i*ldc+j:], 0, set)
+			addTile(1, rows, gemvTRows, t, c[i*ldc+j:], 0, set, nil)
 		}
 	}
 	pool.Put(ws)

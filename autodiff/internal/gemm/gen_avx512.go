@@ -144,9 +144,9 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 		panic("unroll 1 or 2: step 1 of B is addressed as (DI)(BX*1)")
 	}
 	if mode == directAT {
-		fmt.Fprintf(w, "\n// func %st(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.\n", mr, nr)
-		fmt.Fprintf(w, "TEXT ·%st(SB), NOSPLIT, $0-57\n", name)
+		fmt.Fprintf(w, "\n// func %st(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.\n", mr, nr)
+		fmt.Fprintf(w, "TEXT ·%st(SB), NOSPLIT, $0-72\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ lda+16(FP), R11")
@@ -158,9 +158,9 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 		p("IMUL3Q $%d, R11, R12", prefetchATSteps) // the prefetches' distance in bytes
 		p("LEAQ (R12)(R11*1), R13")
 	} else if direct {
-		fmt.Fprintf(w, "\n// func %su(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.\n", mr, nr)
-		fmt.Fprintf(w, "TEXT ·%su(SB), NOSPLIT, $0-57\n", name)
+		fmt.Fprintf(w, "\n// func %su(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.\n", mr, nr)
+		fmt.Fprintf(w, "TEXT ·%su(SB), NOSPLIT, $0-72\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ lda+16(FP), R11")
@@ -178,9 +178,9 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 		p("MOVQ c+40(FP), DX")
 		p("MOVQ ldc+48(FP), R8")
 	} else {
-		fmt.Fprintf(w, "\n// func %s(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)\n", name)
-		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·%d+i]·b[p·ldb+j] (= if set).\n", mr, nr, mr)
-		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-49\n", name)
+		fmt.Fprintf(w, "\n// func %s(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)\n", name)
+		fmt.Fprintf(w, "// c[%d×%d] (row stride ldc floats) += Σ_p a[p·%d+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil).\n", mr, nr, mr)
+		fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
 		p("MOVQ k+0(FP), CX")
 		p("MOVQ a+8(FP), SI")
 		p("MOVQ b+16(FP), DI")
@@ -299,17 +299,31 @@ func gen(w *bytes.Buffer, s shape, mode aMode) {
 	p("JNZ  %s", lbl("one"))
 	label("store")
 	// set (the first panel of a product with beta = 0) stores the tile instead of adding
-	// it to c, so that c need not be cleared first.
+	// it to c, so that c need not be cleared first; with a bias (a Linear layer's), it
+	// stores the tile plus the bias row: acc + bias[j], the same sum as bias[j] + acc
+	// where c was filled with the bias first.
+	setOff, biasOff := 48, 56
 	if direct { // directA and directAT
-		p("MOVBQZX set+56(FP), R9")
-	} else {
-		p("MOVBQZX set+48(FP), R9")
+		setOff, biasOff = 56, 64
 	}
+	p("MOVBQZX set+%d(FP), R9", setOff)
 	p("TESTQ R9, R9")
 	p("JNZ  %s", lbl("set"))
 	for _, set := range []bool{false, true} {
 		if set {
 			label("set")
+			p("MOVQ bias+%d(FP), R9", biasOff)
+			p("TESTQ R9, R9")
+			p("JZ   %s", lbl("setnobias"))
+			for j := range nz {
+				p("VMOVUPS %d(R9), %s", vb*j, z(j))
+			}
+			for i := range mr {
+				for j := range nz {
+					p("VADDPS %s, %s, %s", z(j), acc(i, j), acc(i, j))
+				}
+			}
+			label("setnobias")
 		}
 		for i := range mr {
 			if i > 0 {

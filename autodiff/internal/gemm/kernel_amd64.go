@@ -79,8 +79,18 @@ var avx512Narrow = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 
 		tailKernel("avx512", simd.AVX512, 8, 16, kernel8x16zu, kernel8x16zt),
 	}}
 
+// biasAt is the pointer an assembly kernel takes for the bias row of its tile: nil
+// without a bias, else &bias[0] after checking that the tile's nr values are there.
+func biasAt(bias []float32, nr int) *float32 {
+	if bias == nil {
+		return nil
+	}
+	_ = bias[nr-1]
+	return &bias[0]
+}
+
 // An asmKernel is a generated micro-kernel that reads A in place (kernel_avx512_amd64.s).
-type asmKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+type asmKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 // tailKernel is the generated kernel (kernel_avx512_amd64.s) of mr rows (fewer than its
 // full kernel's) and nr columns that reads A in place, plain (direct) or transposed
@@ -88,56 +98,56 @@ type asmKernel func(k int, a *float32, lda int, b *float32, ldb int, c *float32,
 func tailKernel(name string, level simd.Level, mr, nr int, direct, directT asmKernel) *microKernel {
 	return &microKernel{
 		name: name, level: level, mr: mr, nr: nr, stridedB: true,
-		direct: func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+		direct: func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 			_ = a[(mr-1)*lda+k-1]
 			_ = b[(k-1)*ldb+nr-1]
 			_ = c[(mr-1)*ldc+nr-1]
-			direct(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+			direct(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, nr))
 		},
-		directT: func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+		directT: func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 			_ = a[(k-1)*lda+mr-1]
 			_ = b[(k-1)*ldb+nr-1]
 			_ = c[(mr-1)*ldc+nr-1]
-			directT(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+			directT(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, nr))
 		},
 	}
 }
 
 //go:noescape
-func kernel4x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel4x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel4x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel4x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel2x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel2x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel2x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel2x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel8x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel8x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel8x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel8x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel4x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel4x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel4x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel4x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel8x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel8x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel8x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel8x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel4x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel4x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel4x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel4x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
 func transpose8(blocks int, b *float32, ldb int, dst *float32, nr int, alpha float32)
@@ -195,91 +205,91 @@ func peakLoops() map[string]peakLoop {
 }
 
 //go:noescape
-func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel6x16u(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel6x16u(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel6x16t(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel6x16t(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel12x32z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel12x32z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel12x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel12x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel12x16z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel12x16z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel12x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel12x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel12x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel12x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
 //go:noescape
-func kernel12x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
+func kernel12x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 
-func kernelAVX2(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX2(k int, a, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[k*6-1]
 	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
-	kernel6x16(k, &a[0], &b[0], ldb, &c[0], ldc, set)
+	kernel6x16(k, &a[0], &b[0], ldb, &c[0], ldc, set, biasAt(bias, 16))
 }
 
-func kernelAVX2Direct(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX2Direct(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[5*lda+k-1]
 	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
-	kernel6x16u(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+	kernel6x16u(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, 16))
 }
 
-func kernelAVX512(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX512(k int, a, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[k*12-1]
 	_ = b[(k-1)*ldb+31]
 	_ = c[11*ldc+31]
-	kernel12x32z(k, &a[0], &b[0], ldb, &c[0], ldc, set)
+	kernel12x32z(k, &a[0], &b[0], ldb, &c[0], ldc, set, biasAt(bias, 32))
 }
 
-func kernelAVX512Direct(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX512Direct(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[11*lda+k-1]
 	_ = b[(k-1)*ldb+31]
 	_ = c[11*ldc+31]
-	kernel12x32zu(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+	kernel12x32zu(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, 32))
 }
 
-func kernelAVX512DirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX512DirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[(k-1)*lda+11]
 	_ = b[(k-1)*ldb+31]
 	_ = c[11*ldc+31]
-	kernel12x32zt(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+	kernel12x32zt(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, 32))
 }
 
-func kernelAVX2DirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX2DirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[(k-1)*lda+5]
 	_ = b[(k-1)*ldb+15]
 	_ = c[5*ldc+15]
-	kernel6x16t(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+	kernel6x16t(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, 16))
 }
 
-func kernelAVX512N(k int, a, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX512N(k int, a, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[k*12-1]
 	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
-	kernel12x16z(k, &a[0], &b[0], ldb, &c[0], ldc, set)
+	kernel12x16z(k, &a[0], &b[0], ldb, &c[0], ldc, set, biasAt(bias, 16))
 }
 
-func kernelAVX512NDirect(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX512NDirect(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[11*lda+k-1]
 	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
-	kernel12x16zu(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+	kernel12x16zu(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, 16))
 }
 
-func kernelAVX512NDirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool) {
+func kernelAVX512NDirectT(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32) {
 	_ = a[(k-1)*lda+11]
 	_ = b[(k-1)*ldb+15]
 	_ = c[11*ldc+15]
-	kernel12x16zt(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set)
+	kernel12x16zt(k, &a[0], lda, &b[0], ldb, &c[0], ldc, set, biasAt(bias, 16))
 }

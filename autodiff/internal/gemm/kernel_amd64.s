@@ -3,9 +3,9 @@
 #include "textflag.h"
 #include "prefetch_amd64.h"
 
-// func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·ldb+j] (= if set).
-TEXT ·kernel6x16(SB), NOSPLIT, $0-49
+// func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil).
+TEXT ·kernel6x16(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -142,6 +142,26 @@ store:
 	RET
 
 storeset:
+	// With a bias: the tile plus the bias row (acc + bias[j], as bias[j] + acc
+	// where c was filled with the bias first).
+	MOVQ bias+56(FP), R9
+	TESTQ R9, R9
+	JZ   storesetnobias
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VADDPS Y0, Y4, Y4
+	VADDPS Y1, Y5, Y5
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y7, Y7
+	VADDPS Y0, Y8, Y8
+	VADDPS Y1, Y9, Y9
+	VADDPS Y0, Y10, Y10
+	VADDPS Y1, Y11, Y11
+	VADDPS Y0, Y12, Y12
+	VADDPS Y1, Y13, Y13
+	VADDPS Y0, Y14, Y14
+	VADDPS Y1, Y15, Y15
+storesetnobias:
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX
@@ -162,9 +182,9 @@ storeset:
 	VZEROUPPER
 	RET
 
-// func kernel6x16u(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[6×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place, not packed.
-TEXT ·kernel6x16u(SB), NOSPLIT, $0-57
+// func kernel6x16u(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[6×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place, not packed.
+TEXT ·kernel6x16u(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -306,6 +326,26 @@ ustore:
 	RET
 
 ustoreset:
+	// With a bias: the tile plus the bias row (acc + bias[j], as bias[j] + acc
+	// where c was filled with the bias first).
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   ustoresetnobias
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VADDPS Y0, Y4, Y4
+	VADDPS Y1, Y5, Y5
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y7, Y7
+	VADDPS Y0, Y8, Y8
+	VADDPS Y1, Y9, Y9
+	VADDPS Y0, Y10, Y10
+	VADDPS Y1, Y11, Y11
+	VADDPS Y0, Y12, Y12
+	VADDPS Y1, Y13, Y13
+	VADDPS Y0, Y14, Y14
+	VADDPS Y1, Y15, Y15
+ustoresetnobias:
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX
@@ -326,9 +366,9 @@ ustoreset:
 	VZEROUPPER
 	RET
 
-// func kernel6x16t(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[6×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place, not packed.
-TEXT ·kernel6x16t(SB), NOSPLIT, $0-57
+// func kernel6x16t(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[6×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place, not packed.
+TEXT ·kernel6x16t(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -477,6 +517,26 @@ tstore:
 	RET
 
 tstoreset:
+	// With a bias: the tile plus the bias row (acc + bias[j], as bias[j] + acc
+	// where c was filled with the bias first).
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   tstoresetnobias
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VADDPS Y0, Y4, Y4
+	VADDPS Y1, Y5, Y5
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y7, Y7
+	VADDPS Y0, Y8, Y8
+	VADDPS Y1, Y9, Y9
+	VADDPS Y0, Y10, Y10
+	VADDPS Y1, Y11, Y11
+	VADDPS Y0, Y12, Y12
+	VADDPS Y1, Y13, Y13
+	VADDPS Y0, Y14, Y14
+	VADDPS Y1, Y15, Y15
+tstoresetnobias:
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX

@@ -5,9 +5,9 @@
 #include "textflag.h"
 #include "prefetch_amd64.h"
 
-// func kernel12x32z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[12×32] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·ldb+j] (= if set).
-TEXT ·kernel12x32z(SB), NOSPLIT, $0-49
+// func kernel12x32z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[12×32] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil).
+TEXT ·kernel12x32z(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -237,6 +237,36 @@ k12x32z_store:
 	VZEROUPPER
 	RET
 k12x32z_set:
+	MOVQ bias+56(FP), R9
+	TESTQ R9, R9
+	JZ   k12x32z_setnobias
+	VMOVUPS 0(R9), Z0
+	VMOVUPS 64(R9), Z1
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z1, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z1, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z1, Z13, Z13
+	VADDPS Z0, Z14, Z14
+	VADDPS Z1, Z15, Z15
+	VADDPS Z0, Z16, Z16
+	VADDPS Z1, Z17, Z17
+	VADDPS Z0, Z18, Z18
+	VADDPS Z1, Z19, Z19
+	VADDPS Z0, Z20, Z20
+	VADDPS Z1, Z21, Z21
+	VADDPS Z0, Z22, Z22
+	VADDPS Z1, Z23, Z23
+	VADDPS Z0, Z24, Z24
+	VADDPS Z1, Z25, Z25
+	VADDPS Z0, Z26, Z26
+	VADDPS Z1, Z27, Z27
+k12x32z_setnobias:
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ R8, DX
@@ -275,9 +305,9 @@ k12x32z_set:
 	VZEROUPPER
 	RET
 
-// func kernel12x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[12×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel12x32zu(SB), NOSPLIT, $0-57
+// func kernel12x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[12×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel12x32zu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -514,6 +544,36 @@ k12x32z_storeu:
 	VZEROUPPER
 	RET
 k12x32z_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k12x32z_setnobiasu
+	VMOVUPS 0(R9), Z0
+	VMOVUPS 64(R9), Z1
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z1, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z1, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z1, Z13, Z13
+	VADDPS Z0, Z14, Z14
+	VADDPS Z1, Z15, Z15
+	VADDPS Z0, Z16, Z16
+	VADDPS Z1, Z17, Z17
+	VADDPS Z0, Z18, Z18
+	VADDPS Z1, Z19, Z19
+	VADDPS Z0, Z20, Z20
+	VADDPS Z1, Z21, Z21
+	VADDPS Z0, Z22, Z22
+	VADDPS Z1, Z23, Z23
+	VADDPS Z0, Z24, Z24
+	VADDPS Z1, Z25, Z25
+	VADDPS Z0, Z26, Z26
+	VADDPS Z1, Z27, Z27
+k12x32z_setnobiasu:
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ R8, DX
@@ -552,9 +612,9 @@ k12x32z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel12x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[12×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel12x32zt(SB), NOSPLIT, $0-57
+// func kernel12x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[12×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel12x32zt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -794,6 +854,36 @@ k12x32z_storet:
 	VZEROUPPER
 	RET
 k12x32z_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k12x32z_setnobiast
+	VMOVUPS 0(R9), Z0
+	VMOVUPS 64(R9), Z1
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z1, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z1, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z1, Z13, Z13
+	VADDPS Z0, Z14, Z14
+	VADDPS Z1, Z15, Z15
+	VADDPS Z0, Z16, Z16
+	VADDPS Z1, Z17, Z17
+	VADDPS Z0, Z18, Z18
+	VADDPS Z1, Z19, Z19
+	VADDPS Z0, Z20, Z20
+	VADDPS Z1, Z21, Z21
+	VADDPS Z0, Z22, Z22
+	VADDPS Z1, Z23, Z23
+	VADDPS Z0, Z24, Z24
+	VADDPS Z1, Z25, Z25
+	VADDPS Z0, Z26, Z26
+	VADDPS Z1, Z27, Z27
+k12x32z_setnobiast:
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ R8, DX
@@ -832,9 +922,9 @@ k12x32z_sett:
 	VZEROUPPER
 	RET
 
-// func kernel12x16z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[12×16] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·ldb+j] (= if set).
-TEXT ·kernel12x16z(SB), NOSPLIT, $0-49
+// func kernel12x16z(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[12×16] (row stride ldc floats) += Σ_p a[p·12+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil).
+TEXT ·kernel12x16z(SB), NOSPLIT, $0-64
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -989,6 +1079,23 @@ k12x16z_store:
 	VZEROUPPER
 	RET
 k12x16z_set:
+	MOVQ bias+56(FP), R9
+	TESTQ R9, R9
+	JZ   k12x16z_setnobias
+	VMOVUPS 0(R9), Z0
+	VADDPS Z0, Z3, Z3
+	VADDPS Z0, Z4, Z4
+	VADDPS Z0, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z0, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z0, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z0, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z0, Z13, Z13
+	VADDPS Z0, Z14, Z14
+k12x16z_setnobias:
 	VMOVUPS Z3, 0(DX)
 	ADDQ R8, DX
 	VMOVUPS Z4, 0(DX)
@@ -1015,9 +1122,9 @@ k12x16z_set:
 	VZEROUPPER
 	RET
 
-// func kernel12x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[12×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel12x16zu(SB), NOSPLIT, $0-57
+// func kernel12x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[12×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel12x16zu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -1179,6 +1286,23 @@ k12x16z_storeu:
 	VZEROUPPER
 	RET
 k12x16z_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k12x16z_setnobiasu
+	VMOVUPS 0(R9), Z0
+	VADDPS Z0, Z3, Z3
+	VADDPS Z0, Z4, Z4
+	VADDPS Z0, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z0, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z0, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z0, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z0, Z13, Z13
+	VADDPS Z0, Z14, Z14
+k12x16z_setnobiasu:
 	VMOVUPS Z3, 0(DX)
 	ADDQ R8, DX
 	VMOVUPS Z4, 0(DX)
@@ -1205,9 +1329,9 @@ k12x16z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel12x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[12×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel12x16zt(SB), NOSPLIT, $0-57
+// func kernel12x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[12×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel12x16zt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -1372,6 +1496,23 @@ k12x16z_storet:
 	VZEROUPPER
 	RET
 k12x16z_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k12x16z_setnobiast
+	VMOVUPS 0(R9), Z0
+	VADDPS Z0, Z3, Z3
+	VADDPS Z0, Z4, Z4
+	VADDPS Z0, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z0, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z0, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z0, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z0, Z13, Z13
+	VADDPS Z0, Z14, Z14
+k12x16z_setnobiast:
 	VMOVUPS Z3, 0(DX)
 	ADDQ R8, DX
 	VMOVUPS Z4, 0(DX)
@@ -1398,9 +1539,9 @@ k12x16z_sett:
 	VZEROUPPER
 	RET
 
-// func kernel8x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[8×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel8x32zu(SB), NOSPLIT, $0-57
+// func kernel8x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[8×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel8x32zu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -1573,6 +1714,28 @@ k8x32z_storeu:
 	VZEROUPPER
 	RET
 k8x32z_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k8x32z_setnobiasu
+	VMOVUPS 0(R9), Z0
+	VMOVUPS 64(R9), Z1
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z1, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z1, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z1, Z13, Z13
+	VADDPS Z0, Z14, Z14
+	VADDPS Z1, Z15, Z15
+	VADDPS Z0, Z16, Z16
+	VADDPS Z1, Z17, Z17
+	VADDPS Z0, Z18, Z18
+	VADDPS Z1, Z19, Z19
+k8x32z_setnobiasu:
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ R8, DX
@@ -1599,9 +1762,9 @@ k8x32z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel8x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[8×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel8x32zt(SB), NOSPLIT, $0-57
+// func kernel8x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[8×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel8x32zt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -1777,6 +1940,28 @@ k8x32z_storet:
 	VZEROUPPER
 	RET
 k8x32z_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k8x32z_setnobiast
+	VMOVUPS 0(R9), Z0
+	VMOVUPS 64(R9), Z1
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z1, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z1, Z11, Z11
+	VADDPS Z0, Z12, Z12
+	VADDPS Z1, Z13, Z13
+	VADDPS Z0, Z14, Z14
+	VADDPS Z1, Z15, Z15
+	VADDPS Z0, Z16, Z16
+	VADDPS Z1, Z17, Z17
+	VADDPS Z0, Z18, Z18
+	VADDPS Z1, Z19, Z19
+k8x32z_setnobiast:
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ R8, DX
@@ -1803,9 +1988,9 @@ k8x32z_sett:
 	VZEROUPPER
 	RET
 
-// func kernel4x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[4×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel4x32zu(SB), NOSPLIT, $0-57
+// func kernel4x32zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[4×32] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel4x32zu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -1911,6 +2096,20 @@ k4x32z_storeu:
 	VZEROUPPER
 	RET
 k4x32z_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k4x32z_setnobiasu
+	VMOVUPS 0(R9), Z0
+	VMOVUPS 64(R9), Z1
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z1, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z1, Z11, Z11
+k4x32z_setnobiasu:
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ R8, DX
@@ -1925,9 +2124,9 @@ k4x32z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel4x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[4×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel4x32zt(SB), NOSPLIT, $0-57
+// func kernel4x32zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[4×32] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel4x32zt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2039,6 +2238,20 @@ k4x32z_storet:
 	VZEROUPPER
 	RET
 k4x32z_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k4x32z_setnobiast
+	VMOVUPS 0(R9), Z0
+	VMOVUPS 64(R9), Z1
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z1, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z0, Z10, Z10
+	VADDPS Z1, Z11, Z11
+k4x32z_setnobiast:
 	VMOVUPS Z4, 0(DX)
 	VMOVUPS Z5, 64(DX)
 	ADDQ R8, DX
@@ -2053,9 +2266,9 @@ k4x32z_sett:
 	VZEROUPPER
 	RET
 
-// func kernel8x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[8×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel8x16zu(SB), NOSPLIT, $0-57
+// func kernel8x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[8×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel8x16zu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2177,6 +2390,19 @@ k8x16z_storeu:
 	VZEROUPPER
 	RET
 k8x16z_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k8x16z_setnobiasu
+	VMOVUPS 0(R9), Z0
+	VADDPS Z0, Z3, Z3
+	VADDPS Z0, Z4, Z4
+	VADDPS Z0, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z0, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z0, Z9, Z9
+	VADDPS Z0, Z10, Z10
+k8x16z_setnobiasu:
 	VMOVUPS Z3, 0(DX)
 	ADDQ R8, DX
 	VMOVUPS Z4, 0(DX)
@@ -2195,9 +2421,9 @@ k8x16z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel8x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[8×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel8x16zt(SB), NOSPLIT, $0-57
+// func kernel8x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[8×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel8x16zt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2322,6 +2548,19 @@ k8x16z_storet:
 	VZEROUPPER
 	RET
 k8x16z_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k8x16z_setnobiast
+	VMOVUPS 0(R9), Z0
+	VADDPS Z0, Z3, Z3
+	VADDPS Z0, Z4, Z4
+	VADDPS Z0, Z5, Z5
+	VADDPS Z0, Z6, Z6
+	VADDPS Z0, Z7, Z7
+	VADDPS Z0, Z8, Z8
+	VADDPS Z0, Z9, Z9
+	VADDPS Z0, Z10, Z10
+k8x16z_setnobiast:
 	VMOVUPS Z3, 0(DX)
 	ADDQ R8, DX
 	VMOVUPS Z4, 0(DX)
@@ -2340,9 +2579,9 @@ k8x16z_sett:
 	VZEROUPPER
 	RET
 
-// func kernel4x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[4×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel4x16zu(SB), NOSPLIT, $0-57
+// func kernel4x16zu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[4×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel4x16zu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2421,6 +2660,15 @@ k4x16z_storeu:
 	VZEROUPPER
 	RET
 k4x16z_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k4x16z_setnobiasu
+	VMOVUPS 0(R9), Z0
+	VADDPS Z0, Z3, Z3
+	VADDPS Z0, Z4, Z4
+	VADDPS Z0, Z5, Z5
+	VADDPS Z0, Z6, Z6
+k4x16z_setnobiasu:
 	VMOVUPS Z3, 0(DX)
 	ADDQ R8, DX
 	VMOVUPS Z4, 0(DX)
@@ -2431,9 +2679,9 @@ k4x16z_setu:
 	VZEROUPPER
 	RET
 
-// func kernel4x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[4×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel4x16zt(SB), NOSPLIT, $0-57
+// func kernel4x16zt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[4×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel4x16zt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2518,6 +2766,15 @@ k4x16z_storet:
 	VZEROUPPER
 	RET
 k4x16z_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k4x16z_setnobiast
+	VMOVUPS 0(R9), Z0
+	VADDPS Z0, Z3, Z3
+	VADDPS Z0, Z4, Z4
+	VADDPS Z0, Z5, Z5
+	VADDPS Z0, Z6, Z6
+k4x16z_setnobiast:
 	VMOVUPS Z3, 0(DX)
 	ADDQ R8, DX
 	VMOVUPS Z4, 0(DX)
@@ -2528,9 +2785,9 @@ k4x16z_sett:
 	VZEROUPPER
 	RET
 
-// func kernel4x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[4×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel4x16yu(SB), NOSPLIT, $0-57
+// func kernel4x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[4×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel4x16yu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2636,6 +2893,20 @@ k4x16y_storeu:
 	VZEROUPPER
 	RET
 k4x16y_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k4x16y_setnobiasu
+	VMOVUPS 0(R9), Y0
+	VMOVUPS 32(R9), Y1
+	VADDPS Y0, Y4, Y4
+	VADDPS Y1, Y5, Y5
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y7, Y7
+	VADDPS Y0, Y8, Y8
+	VADDPS Y1, Y9, Y9
+	VADDPS Y0, Y10, Y10
+	VADDPS Y1, Y11, Y11
+k4x16y_setnobiasu:
 	VMOVUPS Y4, 0(DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX
@@ -2650,9 +2921,9 @@ k4x16y_setu:
 	VZEROUPPER
 	RET
 
-// func kernel4x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[4×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel4x16yt(SB), NOSPLIT, $0-57
+// func kernel4x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[4×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel4x16yt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2764,6 +3035,20 @@ k4x16y_storet:
 	VZEROUPPER
 	RET
 k4x16y_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k4x16y_setnobiast
+	VMOVUPS 0(R9), Y0
+	VMOVUPS 32(R9), Y1
+	VADDPS Y0, Y4, Y4
+	VADDPS Y1, Y5, Y5
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y7, Y7
+	VADDPS Y0, Y8, Y8
+	VADDPS Y1, Y9, Y9
+	VADDPS Y0, Y10, Y10
+	VADDPS Y1, Y11, Y11
+k4x16y_setnobiast:
 	VMOVUPS Y4, 0(DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX
@@ -2778,9 +3063,9 @@ k4x16y_sett:
 	VZEROUPPER
 	RET
 
-// func kernel2x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[2×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set): A read in place.
-TEXT ·kernel2x16yu(SB), NOSPLIT, $0-57
+// func kernel2x16yu(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[2×16] (row stride ldc floats) += Σ_p a[i·lda+p]·b[p·ldb+j] (= if set, plus bias[j] if not nil): A read in place.
+TEXT ·kernel2x16yu(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2854,6 +3139,16 @@ k2x16y_storeu:
 	VZEROUPPER
 	RET
 k2x16y_setu:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k2x16y_setnobiasu
+	VMOVUPS 0(R9), Y0
+	VMOVUPS 32(R9), Y1
+	VADDPS Y0, Y4, Y4
+	VADDPS Y1, Y5, Y5
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y7, Y7
+k2x16y_setnobiasu:
 	VMOVUPS Y4, 0(DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX
@@ -2862,9 +3157,9 @@ k2x16y_setu:
 	VZEROUPPER
 	RET
 
-// func kernel2x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool)
-// c[2×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set): Aᵀ read in place.
-TEXT ·kernel2x16yt(SB), NOSPLIT, $0-57
+// func kernel2x16yt(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
+// c[2×16] (row stride ldc floats) += Σ_p a[p·lda+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil): Aᵀ read in place.
+TEXT ·kernel2x16yt(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R11
@@ -2944,6 +3239,16 @@ k2x16y_storet:
 	VZEROUPPER
 	RET
 k2x16y_sett:
+	MOVQ bias+64(FP), R9
+	TESTQ R9, R9
+	JZ   k2x16y_setnobiast
+	VMOVUPS 0(R9), Y0
+	VMOVUPS 32(R9), Y1
+	VADDPS Y0, Y4, Y4
+	VADDPS Y1, Y5, Y5
+	VADDPS Y0, Y6, Y6
+	VADDPS Y1, Y7, Y7
+k2x16y_setnobiast:
 	VMOVUPS Y4, 0(DX)
 	VMOVUPS Y5, 32(DX)
 	ADDQ R8, DX
