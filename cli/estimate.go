@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/locusml/locus/autodiff"
+	"github.com/locusml/locus/models/transformer"
 	"github.com/locusml/locus/train"
 )
 
@@ -17,7 +20,46 @@ type estimator interface {
 
 func (s *transformerSession) canEstimate() error {
 	if s.data == nil || s.data.Corpus == nil {
-		return usageErrorf("-eval-iters is for -task charlm (a toy task's evaluation draws -eval-n fresh examples)")
+		return errEstimateToyTask
+	}
+	return nil
+}
+
+var (
+	errEstimateToyTask = usageErrorf("-eval-iters is for -task charlm (a toy task's evaluation draws -eval-n fresh examples)")
+	errEstimateModel   = usageErrorf("-eval-iters is for -task charlm (this model evaluates over -eval-n examples)")
+)
+
+// An estimatingFamily says from a data configuration, before its data is read, whether
+// its sessions evaluate as nanoGPT's estimate_loss does (train -eval-iters), so that the
+// flag is refused as a usage error whether or not the data is there (the DAE's MNIST
+// files, a corpus). A family without the method, one of a user's own, is asked once its
+// session is open (evalOf).
+type estimatingFamily interface {
+	canEstimate(data json.RawMessage) error
+}
+
+func (transformerFamily) canEstimate(data json.RawMessage) error {
+	var d transformer.DataConfig
+	if err := train.DecodeConfig(data, &d); err != nil {
+		return fmt.Errorf("data config: %w", err)
+	}
+	if d.Task != transformer.CharLM {
+		return errEstimateToyTask
+	}
+	return nil
+}
+
+func (daeFamily) canEstimate(json.RawMessage) error { return errEstimateModel }
+
+// checkEstimate refuses -eval-iters for a family that says from its data configuration
+// that it cannot estimate.
+func checkEstimate(fam Family, data json.RawMessage, st *trainSettings) error {
+	if st.EvalIters == 0 {
+		return nil
+	}
+	if ef, ok := fam.(estimatingFamily); ok {
+		return ef.canEstimate(data)
 	}
 	return nil
 }
@@ -36,7 +78,7 @@ func evalOf(s Session, st *trainSettings) (func(context.Context, *autodiff.Model
 	}
 	e, ok := s.(estimator)
 	if !ok {
-		return nil, usageErrorf("-eval-iters is for -task charlm (this model evaluates over -eval-n examples)")
+		return nil, errEstimateModel
 	}
 	if err := e.canEstimate(); err != nil {
 		return nil, err

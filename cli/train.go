@@ -206,6 +206,9 @@ func trainIn(comm *dist.Comm, f *trainFlags, fs *flag.FlagSet, stdout, stderr io
 			return err
 		}
 	}
+	if err := checkEstimate(fam, dataCfg, &f.settings); err != nil {
+		return err
+	}
 	if f.checkOnly {
 		return nil
 	}
