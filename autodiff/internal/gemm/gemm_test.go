@@ -41,6 +41,20 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 	return v
 }
 
+// operands returns random op(A) (m×k) and op(B) (k×n) as stored, with padded leading
+// dimensions, and a C row stride past n.
+func operands(rng *rand.Rand, m, n, k int, ta, tb bool) (a []float32, lda int, b []float32, ldb, ldc int) {
+	lda, ldb, ldc = k+3, n+1, n+2
+	arows, brows := m, k
+	if ta {
+		lda, arows = m+3, k
+	}
+	if tb {
+		ldb, brows = k+1, n
+	}
+	return randSlice(rng, arows*lda), lda, randSlice(rng, brows*ldb), ldb, ldc
+}
+
 // withKernel runs f with kr as the active micro-kernel.
 func withKernel(kr *microKernel, f func()) {
 	old := active
@@ -95,22 +109,7 @@ func TestKernels(t *testing.T) {
 // float64 reference on random inputs with padded leading dimensions.
 func checkSgemm(t *testing.T, rng *rand.Rand, m, n, k int, ta, tb bool, alpha, beta float32) {
 	t.Helper()
-	lda, ldb, ldc := k+3, n+1, n+2
-	if ta {
-		lda = m + 3
-	}
-	if tb {
-		ldb = k + 1
-	}
-	arows, brows := m, k
-	if ta {
-		arows = k
-	}
-	if tb {
-		brows = n
-	}
-	a := randSlice(rng, arows*lda)
-	b := randSlice(rng, brows*ldb)
+	a, lda, b, ldb, ldc := operands(rng, m, n, k, ta, tb)
 	c := randSlice(rng, m*ldc)
 	want := append([]float32(nil), c...)
 	naive(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, want, ldc)
@@ -577,16 +576,7 @@ func TestSgemmBias(t *testing.T) {
 			for _, ta := range []bool{false, true} {
 				for _, tb := range []bool{false, true} {
 					m, n, k := sh.m, sh.n, sh.k
-					lda, ldb, ldc := k+3, n+1, n+2
-					arows, brows := m, k
-					if ta {
-						lda, arows = m+3, k
-					}
-					if tb {
-						ldb, brows = k+1, n
-					}
-					a := randSlice(rng, max(1, arows*lda))
-					b := randSlice(rng, max(1, brows*ldb))
+					a, lda, b, ldb, ldc := operands(rng, m, n, k, ta, tb)
 					bias := randSlice(rng, n+5)
 					c0 := randSlice(rng, m*ldc)
 					want := append([]float32(nil), c0...)

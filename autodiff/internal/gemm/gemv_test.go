@@ -40,16 +40,7 @@ func TestGemv(t *testing.T) {
 
 func checkGemv(t *testing.T, rng *rand.Rand, m, n, k int, ta, tb bool, alpha, beta float32) {
 	t.Helper()
-	lda, ldb, ldc := k+3, n+1, n+2
-	arows, brows := m, k
-	if ta {
-		lda, arows = m+3, k
-	}
-	if tb {
-		ldb, brows = k+1, n
-	}
-	a := randSlice(rng, arows*lda)
-	b := randSlice(rng, brows*ldb)
+	a, lda, b, ldb, ldc := operands(rng, m, n, k, ta, tb)
 	c := randSlice(rng, m*ldc)
 	want := make([]float64, len(c))
 	bound := make([]float64, len(c))

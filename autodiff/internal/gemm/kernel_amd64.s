@@ -3,6 +3,14 @@
 #include "textflag.h"
 #include "prefetch_amd64.h"
 
+// ADDBIAS6x16 adds the 16-value bias row at R9 to every row of the 6×16 tile in Y4-Y15
+// (acc + bias[j], as bias[j] + acc where c was filled with the bias first). Clobbers Y0, Y1.
+#define ADDBIAS6x16 \
+	VMOVUPS (R9), Y0; VMOVUPS 32(R9), Y1; \
+	VADDPS Y0, Y4, Y4; VADDPS Y1, Y5, Y5; VADDPS Y0, Y6, Y6; VADDPS Y1, Y7, Y7; \
+	VADDPS Y0, Y8, Y8; VADDPS Y1, Y9, Y9; VADDPS Y0, Y10, Y10; VADDPS Y1, Y11, Y11; \
+	VADDPS Y0, Y12, Y12; VADDPS Y1, Y13, Y13; VADDPS Y0, Y14, Y14; VADDPS Y1, Y15, Y15
+
 // func kernel6x16(k int, a, b *float32, ldb int, c *float32, ldc int, set bool, bias *float32)
 // c[6×16] (row stride ldc floats) += Σ_p a[p·6+i]·b[p·ldb+j] (= if set, plus bias[j] if not nil).
 TEXT ·kernel6x16(SB), NOSPLIT, $0-64
@@ -142,25 +150,11 @@ store:
 	RET
 
 storeset:
-	// With a bias: the tile plus the bias row (acc + bias[j], as bias[j] + acc
-	// where c was filled with the bias first).
+	// With a bias, the tile plus the bias row.
 	MOVQ bias+56(FP), R9
 	TESTQ R9, R9
 	JZ   storesetnobias
-	VMOVUPS (R9), Y0
-	VMOVUPS 32(R9), Y1
-	VADDPS Y0, Y4, Y4
-	VADDPS Y1, Y5, Y5
-	VADDPS Y0, Y6, Y6
-	VADDPS Y1, Y7, Y7
-	VADDPS Y0, Y8, Y8
-	VADDPS Y1, Y9, Y9
-	VADDPS Y0, Y10, Y10
-	VADDPS Y1, Y11, Y11
-	VADDPS Y0, Y12, Y12
-	VADDPS Y1, Y13, Y13
-	VADDPS Y0, Y14, Y14
-	VADDPS Y1, Y15, Y15
+	ADDBIAS6x16
 storesetnobias:
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
@@ -326,25 +320,11 @@ ustore:
 	RET
 
 ustoreset:
-	// With a bias: the tile plus the bias row (acc + bias[j], as bias[j] + acc
-	// where c was filled with the bias first).
+	// With a bias, the tile plus the bias row.
 	MOVQ bias+64(FP), R9
 	TESTQ R9, R9
 	JZ   ustoresetnobias
-	VMOVUPS (R9), Y0
-	VMOVUPS 32(R9), Y1
-	VADDPS Y0, Y4, Y4
-	VADDPS Y1, Y5, Y5
-	VADDPS Y0, Y6, Y6
-	VADDPS Y1, Y7, Y7
-	VADDPS Y0, Y8, Y8
-	VADDPS Y1, Y9, Y9
-	VADDPS Y0, Y10, Y10
-	VADDPS Y1, Y11, Y11
-	VADDPS Y0, Y12, Y12
-	VADDPS Y1, Y13, Y13
-	VADDPS Y0, Y14, Y14
-	VADDPS Y1, Y15, Y15
+	ADDBIAS6x16
 ustoresetnobias:
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
@@ -517,25 +497,11 @@ tstore:
 	RET
 
 tstoreset:
-	// With a bias: the tile plus the bias row (acc + bias[j], as bias[j] + acc
-	// where c was filled with the bias first).
+	// With a bias, the tile plus the bias row.
 	MOVQ bias+64(FP), R9
 	TESTQ R9, R9
 	JZ   tstoresetnobias
-	VMOVUPS (R9), Y0
-	VMOVUPS 32(R9), Y1
-	VADDPS Y0, Y4, Y4
-	VADDPS Y1, Y5, Y5
-	VADDPS Y0, Y6, Y6
-	VADDPS Y1, Y7, Y7
-	VADDPS Y0, Y8, Y8
-	VADDPS Y1, Y9, Y9
-	VADDPS Y0, Y10, Y10
-	VADDPS Y1, Y11, Y11
-	VADDPS Y0, Y12, Y12
-	VADDPS Y1, Y13, Y13
-	VADDPS Y0, Y14, Y14
-	VADDPS Y1, Y15, Y15
+	ADDBIAS6x16
 tstoresetnobias:
 	VMOVUPS Y4, (DX)
 	VMOVUPS Y5, 32(DX)
