@@ -151,14 +151,6 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 	sgemm(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// SgemmBias sets C = op(A)·op(B) + bias, bias (n values) added to every row of C: a
-// Linear layer's x·Wᵀ + b. The kernels add the bias to the tiles they store (C is neither
-// filled first nor read), with the same bits as filling C with the bias and adding the
-// product (Sgemm with beta = 1).
-func SgemmBias(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int) {
-	sgemmBias(active, transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, bias[:n])
-}
-
 func sgemm(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	sgemmBias(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nil)
 }
@@ -171,26 +163,38 @@ func fillBias(m, n int, bias, c []float32, ldc int) {
 }
 
 // sgemmBias is sgemm with, where bias is not nil (then alpha = 1 and beta = 0), the bias
-// added to every row of C.
+// added to every row of C: by the micro-kernels as they store the first depth panel's
+// tiles, or, on the paths that store no tiles (depth 0, the gemv rows, a flipped
+// product), by filling C with it and adding the product (beta = 1), which gives the
+// same bits.
 func sgemmBias(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, bias []float32) {
 	if m == 0 || n == 0 {
 		return
 	}
-	if bias != nil && (k == 0 || useGemv && kr.gemvN != nil && m <= gemvRows(transB) || flips(kr, transA, transB, m, n, k, alpha, beta)) {
-		// The paths whose kernels store no tiles: C is filled with the bias first.
-		fillBias(m, n, bias, c, ldc)
-		beta, bias = 1, nil
-	}
 	if k == 0 || alpha == 0 {
 		scaleC(m, n, beta, c, ldc)
+		if bias != nil {
+			fillBias(m, n, bias, c, ldc)
+		}
 		return
 	}
 	if useGemv && kr.gemvN != nil && m <= gemvRows(transB) {
+		if bias != nil {
+			fillBias(m, n, bias, c, ldc)
+			beta = 1
+		}
 		gemv(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
-	if flips(kr, transA, transB, m, n, k, alpha, beta) {
-		sgemmFlipped(kr, m, n, k, a, lda, b, ldb, beta, c, ldc)
+	fb := beta // the flipped product's beta: 1 where it adds to C filled with the bias
+	if bias != nil {
+		fb = 1
+	}
+	if flips(kr, transA, transB, m, n, k, alpha, fb) {
+		if bias != nil {
+			fillBias(m, n, bias, c, ldc)
+		}
+		sgemmFlipped(kr, m, n, k, a, lda, b, ldb, fb, c, ldc)
 		return
 	}
 	if kr.narrow != nil && n <= kr.narrow.nr {
@@ -787,7 +791,10 @@ func Parallel(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 	parallel(active, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// ParallelBias is SgemmBias split as Parallel splits Sgemm.
+// ParallelBias sets C = op(A)·op(B) + bias, bias (n values) added to every row of C (a
+// Linear layer's x·Wᵀ + b), split as Parallel splits Sgemm. The kernels add the bias to
+// the tiles they store (C is neither filled first nor read), with the same bits as filling
+// C with the bias and adding the product (Parallel with beta = 1).
 func ParallelBias(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias, c []float32, ldc int) {
 	parallelBias(active, transA, transB, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, bias[:n])
 }

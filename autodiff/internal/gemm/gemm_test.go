@@ -557,7 +557,7 @@ func firstDiff(got, want []float32) int {
 	return -1
 }
 
-// TestSgemmBias checks SgemmBias and ParallelBias, under every available micro-kernel,
+// TestSgemmBias checks sgemmBias and ParallelBias, under every available micro-kernel,
 // against filling C with the bias and adding the product (beta = 1): the same bits, over
 // shapes that take every path (the gemv rows, flipped products, tiles of the main,
 // narrow and tail kernels and of the scratch tile, packed A rows, two depth panels, two
@@ -588,7 +588,7 @@ func TestSgemmBias(t *testing.T) {
 							if par {
 								ParallelBias(ta, tb, m, n, k, a, lda, b, ldb, bias, got, ldc)
 							} else {
-								SgemmBias(ta, tb, m, n, k, a, lda, b, ldb, bias, got, ldc)
+								sgemmBias(kr, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, got, ldc, bias[:n])
 							}
 						})
 						for i := range got {
