@@ -3,6 +3,7 @@ package autodiff
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -119,5 +120,40 @@ func TestDroppedGraphIsFreed(t *testing.T) {
 	}
 	if m.cache.len() != 1 {
 		t.Errorf("the cache holds %d graphs, want 1", m.cache.len())
+	}
+}
+
+// TestNewGraphCollectsFirst checks that a graph of collectAfterDrop bytes or more makes the
+// Model collect before its first run allocates the buffers, even where the cache dropped
+// nothing: the garbage left by what ran before it (loading a corpus, building the graph)
+// would otherwise sit beside the new buffers at the process's peak. Automatic collection
+// is off, so only the Model's own can count.
+func TestNewGraphCollectsFirst(t *testing.T) {
+	m := newMLP(t, Float32).model()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	numGC := func() uint32 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.NumGC
+	}
+	in := func(rows int) map[string]*tensor.Dense {
+		return map[string]*tensor.Dense{"x": tensor.New(tensor.WithShape(rows, 3), tensor.Of(tensor.Float32))}
+	}
+	if _, err := m.ForwardBackward(in(4)); err != nil { // a small graph: no collection
+		t.Fatal(err)
+	}
+	before := numGC()
+	if _, err := m.ForwardBackward(in(4)); err != nil {
+		t.Fatal(err)
+	}
+	if got := numGC() - before; got != 0 {
+		t.Errorf("a run of a graph already compiled collected %d times, want 0", got)
+	}
+	before = numGC()
+	if _, err := m.ForwardBackward(in(1 << 20)); err != nil {
+		t.Fatal(err)
+	}
+	if got := numGC() - before; got == 0 {
+		t.Error("the first run of a graph of a million rows did not collect before it")
 	}
 }

@@ -211,7 +211,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 			if p, err = m.plan(inputs, mode, parts, examples); err != nil {
 				return nil, err
 			}
-			collectDropped(m.plans.put(m.key, p, p.bytes()))
+			collectDropped(m.plans.put(m.key, p, p.bytes()), p.bytes())
 		}
 		if !p.whole {
 			return m.runParts(p, inputs, mode)
@@ -225,7 +225,7 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 		}
 		c.intoParams()
 		c.planBuffers()
-		collectDropped(m.cache.put(m.key, c, c.bytes()))
+		collectDropped(m.cache.put(m.key, c, c.bytes()), c.bytes())
 	}
 	return m.exec(c, inputs, mode)
 }
