@@ -105,6 +105,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "locus %s: %s\n", name, errorText(err))
 		return 2
 	}
+	boundGarbage()
 	err := cmd.run(args[1:], stdout, stderr)
 	var exit exitError
 	switch {
