@@ -36,8 +36,9 @@ import (
 // usePlan turns buffer plans on; tests turn it off to compare.
 var usePlan = true
 
-// planStats says what a plan saved: the bytes of the buffers it placed, one each, and
-// the bytes of the arena they share.
+// planStats says what a plan saved: the bytes of the nodes' outputs it placed, one buffer
+// each (opBytes; the kernels' states it places are not nodes' values, so not in it), and
+// the bytes of the arena that outputs and states share.
 type planStats struct {
 	buffers     int
 	opBytes     int64
@@ -73,11 +74,12 @@ func (c *compiled) planBuffers() {
 		def, last int
 		shape     tensor.Shape
 		set       func(*tensor.Dense)
+		node      bool // a node's output, not a kernel's state
 	}
 	var stores []*storage
 	const end = int(^uint(0) >> 1)
-	newStore := func(i int, shape tensor.Shape, set func(*tensor.Dense)) int {
-		stores = append(stores, &storage{def: i, last: i, shape: shape, set: set})
+	newStore := func(i int, shape tensor.Shape, set func(*tensor.Dense), node bool) int {
+		stores = append(stores, &storage{def: i, last: i, shape: shape, set: set, node: node})
 		return len(stores) - 1
 	}
 	use := func(ss []int, i int) {
@@ -121,7 +123,7 @@ func (c *compiled) planBuffers() {
 					for j, b := range st.bufs {
 						st.store[j] = -1
 						if b.fromForward && plannedShape(b.shape) {
-							st.store[j] = newStore(i, b.shape, st.setter(j))
+							st.store[j] = newStore(i, b.shape, st.setter(j), false)
 						}
 					}
 					states[o] = st
@@ -135,7 +137,7 @@ func (c *compiled) planBuffers() {
 				if st := states[o.fwd]; st != nil {
 					for j, b := range st.bufs {
 						if st.store[j] < 0 && !b.fromForward && plannedShape(b.shape) && !st.made[j] {
-							st.store[j] = newStore(i, b.shape, st.setter(j))
+							st.store[j] = newStore(i, b.shape, st.setter(j), false)
 						}
 						st.made[j] = true
 					}
@@ -143,7 +145,7 @@ func (c *compiled) planBuffers() {
 				}
 			}
 			if s, ok := plannable(n, dt, seenOp); ok {
-				out = []int{newStore(i, s.shape, s.set)}
+				out = []int{newStore(i, s.shape, s.set, true)}
 				break
 			}
 			if isFused(op) {
@@ -184,7 +186,9 @@ func (c *compiled) planBuffers() {
 	offsets, total := placeSpans(spans)
 	st := planStats{buffers: len(stores), sharedBytes: int64(total) * size}
 	for _, s := range stores {
-		st.opBytes += int64(s.shape.TotalSize()) * size
+		if s.node {
+			st.opBytes += int64(s.shape.TotalSize()) * size
+		}
 	}
 	// The arena is made at the graph's first run (allocPlan), after the Model has
 	// dropped and collected the graphs the new one replaces (collectDropped).

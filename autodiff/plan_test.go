@@ -269,3 +269,43 @@ func TestPlaceSpans(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphBytesCountStates: what the signature caches count for a graph (compiled.bytes)
+// is at least its plan's arena, also where the arena's largest buffers are the attention
+// weights kept from the forward pass to the backward (kernel states, not nodes' values):
+// counted as nodes' outputs placed, they were subtracted from the graph's values, and a
+// long sequence's graph counted for less than nothing.
+func TestGraphBytesCountStates(t *testing.T) {
+	const b, T = 4, 256
+	for _, whole := range []bool{true, false} {
+		m := newPlanNet(t, Float32, "attention", false, T).model()
+		if whole {
+			if err := m.SetShards(1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, mode := range []RunMode{{Train: true}, {}} {
+			if _, err := m.Run(planInputs(Float32, b, T, 1), mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var graphs []*compiled
+		for _, e := range m.cache.entries {
+			graphs = append(graphs, e.v)
+		}
+		for _, e := range m.plans.entries {
+			graphs = append(graphs, e.v.graphs...)
+		}
+		if len(graphs) < 2 {
+			t.Fatalf("whole %v: %d graphs compiled, want the training and the evaluation graphs", whole, len(graphs))
+		}
+		for _, c := range graphs {
+			if c.plan.sharedBytes == 0 {
+				t.Fatalf("whole %v: a graph was not planned", whole)
+			}
+			if got := c.bytes(); got < c.plan.sharedBytes {
+				t.Errorf("whole %v: a graph counts %d bytes, less than its arena's %d", whole, got, c.plan.sharedBytes)
+			}
+		}
+	}
+}
