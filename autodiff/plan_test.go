@@ -2,8 +2,10 @@ package autodiff
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gorgonia.org/tensor"
@@ -305,6 +307,48 @@ func TestGraphBytesCountStates(t *testing.T) {
 			}
 			if got := c.bytes(); got < c.plan.sharedBytes {
 				t.Errorf("whole %v: a graph counts %d bytes, less than its arena's %d", whole, got, c.plan.sharedBytes)
+			}
+		}
+	}
+}
+
+// TestLossOnly: a run with RunMode.LossOnly returns no named outputs and the same loss
+// and parameter gradients, bit for bit, as the same run with them, whole and in parts.
+func TestLossOnly(t *testing.T) {
+	for _, shards := range []int{1, 2} {
+		n := newPlanNet(t, Float32, "attention", false, 16)
+		m := n.model()
+		if err := m.SetShards(shards); err != nil {
+			t.Fatal(err)
+		}
+		in := planInputs(Float32, 4, 16, 2)
+		grads := func(mode RunMode) (*Result, map[string][]float32) {
+			n.ps.ZeroGrad()
+			res, err := m.Run(in, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := map[string][]float32{}
+			for _, p := range n.ps.List() {
+				g[p.Name()] = append([]float32(nil), p.GradFloat32s()...)
+			}
+			return res, g
+		}
+		full, want := grads(RunMode{Backward: true}) // no dropout: the same masks twice
+		if len(full.Values) == 0 {
+			t.Fatalf("shards %d: ForwardBackward returned no outputs", shards)
+		}
+		wantLoss := full.Loss
+		res, got := grads(RunMode{Backward: true, LossOnly: true})
+		if len(res.Values) != 0 {
+			t.Errorf("shards %d: LossOnly returned outputs %v", shards, slices.Collect(maps.Keys(res.Values)))
+		}
+		if math.Float64bits(res.Loss) != math.Float64bits(wantLoss) {
+			t.Errorf("shards %d: LossOnly loss %v, ForwardBackward %v", shards, res.Loss, wantLoss)
+		}
+		for name, w := range want {
+			if !slices.EqualFunc(got[name], w, func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
+				t.Errorf("shards %d: gradient of %s differs from ForwardBackward's", shards, name)
 			}
 		}
 	}
