@@ -213,16 +213,17 @@ func adamUpdate[T float](p, g, m, v, vmax []T, k *adamCoefs) {
 	}
 	// The explicit conversions keep the compiler from fusing a multiply and an add
 	// (GOAMD64=v3, arm64), so that every platform and the vector kernel round alike.
+	tiny := smallestNormal[T]()
 	for i := range p {
 		d := g[i]
 		if wd != 0 {
 			d = d + T(wd*p[i])
 		}
-		m[i] = T(m[i]*b1) + T(c1*d)
-		v[i] = T(v[i]*b2) + T(c2*d*d)
+		m[i] = flushTiny(T(m[i]*b1)+T(c1*d), tiny)
+		v[i] = flushTiny(T(v[i]*b2)+T(c2*d*d), tiny)
 		vv := v[i]
 		if vmax != nil {
-			vv = max(vmax[i], vv)
+			vv = flushTiny(max(vmax[i], vv), tiny)
 			vmax[i] = vv
 		}
 		denom := T(math.Sqrt(float64(vv)))/bc2 + eps

@@ -136,22 +136,23 @@ func slot[T float](slots [][]T, k, lo, hi int) []T {
 // buf is nil without momentum.
 func rmspropUpdate[T float](p, g, sq, gavg, buf []T, lr, wd, alpha, eps, momentum float64) {
 	a, c, epsT, wdT, mu, negLR := T(alpha), T(1-alpha), T(eps), T(wd), T(momentum), T(-lr)
+	tiny := smallestNormal[T]()
 	for i := range p {
 		d := g[i]
 		if wd != 0 {
 			d = d + wdT*p[i]
 		}
-		sq[i] = sq[i]*a + c*d*d
+		sq[i] = flushTiny(sq[i]*a+c*d*d, tiny)
 		var avg T
 		if gavg != nil {
-			gavg[i] = gavg[i]*a + c*d
+			gavg[i] = flushTiny(gavg[i]*a+c*d, tiny)
 			avg = T(math.Sqrt(float64(sq[i] + -1*gavg[i]*gavg[i])))
 		} else {
 			avg = T(math.Sqrt(float64(sq[i])))
 		}
 		avg += epsT
 		if buf != nil {
-			buf[i] = buf[i]*mu + d/avg
+			buf[i] = flushTiny(buf[i]*mu+d/avg, tiny)
 			p[i] = p[i] + negLR*buf[i]
 		} else {
 			p[i] = p[i] + negLR*d/avg

@@ -116,6 +116,7 @@ func (o *SGD) update(st *paramState, lr float64, t, lo, hi int) {
 // sgdUpdate follows torch's _single_tensor_sgd; buf is nil without momentum.
 func sgdUpdate[T float](p, g, buf []T, lr, wd, momentum, dampening float64, nesterov, first bool) {
 	negLR, wdT, mu, keep := T(-lr), T(wd), T(momentum), T(1-dampening)
+	tiny := smallestNormal[T]()
 	for i := range p {
 		d := g[i]
 		if wd != 0 {
@@ -125,7 +126,7 @@ func sgdUpdate[T float](p, g, buf []T, lr, wd, momentum, dampening float64, nest
 			if first {
 				buf[i] = d
 			} else {
-				buf[i] = buf[i]*mu + keep*d
+				buf[i] = flushTiny(buf[i]*mu+keep*d, tiny)
 			}
 			if nesterov {
 				d = d + mu*buf[i]

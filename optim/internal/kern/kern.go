@@ -38,8 +38,8 @@ const (
 //
 //	p = p·Factor                       (AdamShrink)
 //	d = g, or g + Factor·p             (AdamL2)
-//	m = m·B1 + C1·d
-//	v = v·B2 + (C2·d)·d
+//	m = m·B1 + C1·d,       then 0 where |m| < 2⁻¹²⁶ (a subnormal; NaN kept)
+//	v = v·B2 + (C2·d)·d,   then 0 where |v| < 2⁻¹²⁶
 //	p = p + (NegStep·m) / (√v/Bc2 + Eps)
 //
 // each operation rounded to float32. The caller updates the rest.
