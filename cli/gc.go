@@ -11,10 +11,10 @@ import (
 // before it collects, and in a training run nearly all that is live is the compiled
 // graphs' buffers, so a long run's peak memory crept toward twice its step's: `locus
 // train` at T = 4096, batch 8, peaked at 566 MiB after 60 steps against the step's 386
-// MiB (a step leaves a few MB of garbage: the batch, attention's scratch), and would have
-// reached about 750. At 25 the garbage is bounded by a quarter of what is live. The buffers
-// hold no pointers, so a collection costs what the graphs' small objects cost to mark,
-// whatever the buffers' size.
+// MiB (a step leaves a few MB of garbage: the batch, attention's scratch), with the
+// collector's goal at 749 MB (GODEBUG=gctrace=1); at 25, 531 MiB. The garbage is bounded
+// by a quarter of what is live. The buffers hold no pointers, so a collection costs what
+// the graphs' small objects cost to mark, whatever the buffers' size.
 const gcPercent = 25
 
 var gcOnce sync.Once

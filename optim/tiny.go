@@ -6,8 +6,8 @@ package optim
 // subnormal numbers, Adam's second moment (β2 = 0.999) for some 16 000 steps, and on x86
 // every operation on a subnormal, or that makes one, takes a microcode assist: Adam's
 // update of the 435 536 parameters of the dae workload took 5.4 ms with its moments
-// subnormal against 0.25 ms, and the workload's optimizer step grew from 0.2 to 0.9 ms
-// over 1500 steps. Go does not set the processor's flush-to-zero mode, so the optimizers
+// subnormal against 0.25 ms, and the workload's optimizer step grew from 0.2 to 0.7–0.9
+// ms over 1500 steps. Go does not set the processor's flush-to-zero mode, so the optimizers
 // flush their state themselves: a value below the smallest normal number of its type in
 // magnitude (1.2e-38 in float32) becomes 0, where it stays at no cost. Such a value's
 // part in an update is nothing beside Eps (Adam: m/(√v + ε) with ε = 1e-8).
