@@ -148,6 +148,12 @@ func (m *Model) ForwardBackward(inputs map[string]*tensor.Dense) (*Result, error
 	return m.Run(inputs, RunMode{Train: true, Backward: true})
 }
 
+// LossAndGrads is ForwardBackward without the builder's named outputs (RunMode.LossOnly):
+// a training step's loss and gradients; Result.Values is empty.
+func (m *Model) LossAndGrads(inputs map[string]*tensor.Dense) (*Result, error) {
+	return m.Run(inputs, RunMode{Train: true, Backward: true, LossOnly: true})
+}
+
 // signature appends to key a byte string that identifies the input names, dtypes and
 // shapes and the mode, and returns it; names is scratch for the sorted names.
 func signature(key []byte, names []string, inputs map[string]*tensor.Dense, mode RunMode) ([]byte, []string) {
@@ -219,7 +225,8 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 			if p, err = m.plan(inputs, mode, parts, examples); err != nil {
 				return nil, err
 			}
-			collectDropped(m.plans.put(m.key, p, p.bytes()), p.bytes())
+			b := p.bytes()
+			collectDropped(m.plans.put(m.key, p, b), b)
 		}
 		if !p.whole {
 			return m.runParts(p, inputs, mode)
@@ -233,7 +240,8 @@ func (m *Model) Run(inputs map[string]*tensor.Dense, mode RunMode) (*Result, err
 		}
 		c.intoParams()
 		c.planBuffers()
-		collectDropped(m.cache.put(m.key, c, c.bytes()), c.bytes())
+		b := c.bytes()
+		collectDropped(m.cache.put(m.key, c, b), b)
 	}
 	return m.exec(c, inputs, mode)
 }

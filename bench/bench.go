@@ -214,7 +214,7 @@ func trainStep(model *autodiff.Model, opt optim.Optimizer, ps *autodiff.Params, 
 	return func(i int) (float64, time.Duration, error) {
 		t0 := time.Now()
 		ps.ZeroGrad()
-		res, err := model.Run(batches[i], autodiff.RunMode{Train: true, Backward: true, LossOnly: true}) // as train.Loop's steps
+		res, err := model.LossAndGrads(batches[i]) // as train.Loop's steps
 		if err != nil {
 			return 0, 0, err
 		}

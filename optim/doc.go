@@ -7,7 +7,11 @@
 // torch.optim (the single-tensor implementations of torch 1.13), so the same
 // hyperparameters mean the same thing, and the tests compare the first steps against
 // values computed by torch. Float32 parameters keep their state in float32 and Float64
-// parameters in float64, as torch does; per-step updates allocate nothing.
+// parameters in float64, as torch does; per-step updates allocate nothing. One departure
+// from torch: a moving average (Adam's moments, a momentum buffer, RMSProp's averages) that
+// decays below the smallest normal number of its type (1.2e-38 in float32) is set to zero,
+// so that it does not pass through the subnormals, on which x86 arithmetic is many times
+// slower (tiny.go); such a value's part in an update is nothing beside Eps.
 //
 // Gradients accumulate across backward passes until autodiff.Params.ZeroGrad, as in
 // PyTorch. Optimizers never clear them; the training loop does, after Step:

@@ -101,6 +101,7 @@ func TestStateNeverSubnormal(t *testing.T) {
 		}
 		return s
 	}
+	defer func() { useKern = true }()
 	for _, kernel := range []bool{true, false} {
 		for _, ams := range []bool{false, true} {
 			useKern = kernel

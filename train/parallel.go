@@ -94,16 +94,12 @@ func (l *Loop) parallel() bool { return l.Reducer != nil && l.Reducer.Size() > 1
 // root reports whether this process writes the run directory and prints.
 func (l *Loop) root() bool { return l.Reducer == nil || l.Reducer.Rank() == 0 }
 
-// trainMode is how a step runs the model: ForwardBackward's mode without the builder's
-// named outputs, which the loop never reads.
-var trainMode = autodiff.RunMode{Train: true, Backward: true, LossOnly: true}
-
 // lossAndGrads runs the model forward and backward on this process's part of b, with the
 // gradients averaged over all processes, and returns the loss of the whole batch. With
 // stop, it asks every process to stop after this step (see stopAll).
 func (l *Loop) lossAndGrads(b Batch, stop bool) (float64, error) {
 	if !l.parallel() {
-		res, err := l.Model.Run(b.Inputs, trainMode)
+		res, err := l.Model.LossAndGrads(b.Inputs) // the loop never reads the named outputs
 		if err != nil {
 			return 0, err
 		}
@@ -120,7 +116,7 @@ func (l *Loop) lossAndGrads(b Batch, stop bool) (float64, error) {
 	// extra: the weighted loss, and the number of processes asking to stop.
 	var extra [2]float64
 	if weight > 0 {
-		res, err := l.Model.Run(part.Inputs, trainMode)
+		res, err := l.Model.LossAndGrads(part.Inputs)
 		if err != nil {
 			return 0, err
 		}
