@@ -279,20 +279,17 @@ func parseTrainSummary(out string, r *e2eResult) error {
 // digest is the corpus's token digest (transformer.DataConfig.CorpusSHA256: SHA-256 of
 // the training then validation ids as uint32 little-endian), which the reader checks.
 func writeTokenStreams(dir string, c *datasets.Corpus, digest string) error {
-	if n := c.Vocab.Size(); n > 1<<16 {
-		return fmt.Errorf("token streams: vocabulary of %d symbols does not fit uint16", n)
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, s := range []struct {
 		name string
-		ids  []int
+		ids  []uint16
 	}{{"train.u16", c.Train}, {"val.u16", c.Val}} {
 		err := regularfile.WriteFile(filepath.Join(dir, s.name), func(w io.Writer) error {
 			var b [2]byte
 			for _, id := range s.ids {
-				binary.LittleEndian.PutUint16(b[:], uint16(id))
+				binary.LittleEndian.PutUint16(b[:], id)
 				if _, err := w.Write(b[:]); err != nil {
 					return err
 				}

@@ -94,7 +94,7 @@ func TestTokenStreams(t *testing.T) {
 	h := sha256.New()
 	for _, s := range []struct {
 		file string
-		want []int
+		want []uint16
 	}{{meta.Train, c.Train}, {meta.Val, c.Val}} {
 		raw, err := os.ReadFile(filepath.Join(dir, s.file))
 		if err != nil {
@@ -104,7 +104,7 @@ func TestTokenStreams(t *testing.T) {
 			t.Fatalf("%s: %d bytes for %d ids", s.file, len(raw), len(s.want))
 		}
 		for i, id := range s.want {
-			if got := int(binary.LittleEndian.Uint16(raw[2*i:])); got != id {
+			if got := binary.LittleEndian.Uint16(raw[2*i:]); got != id {
 				t.Fatalf("%s: id %d is %d, want %d", s.file, i, got, id)
 			}
 			binary.Write(h, binary.LittleEndian, uint32(id))

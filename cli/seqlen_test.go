@@ -291,7 +291,10 @@ func checkLengthIndependent(t *testing.T, run string, reach int) {
 		}
 		return out
 	}
-	val := ld.sess.(*transformerSession).data.Corpus.Val
+	var val []int
+	for _, id := range ld.sess.(*transformerSession).data.Corpus.Val {
+		val = append(val, int(id))
+	}
 	long := losses(64, val[:65])
 	for _, part := range []struct {
 		start, from int // the row of 16 starting at start, compared from its position from on

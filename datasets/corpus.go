@@ -74,10 +74,13 @@ func (s Split) String() string {
 // Corpus is a byte-level text corpus: the concatenated text of some files,
 // encoded with a vocabulary and split into training and validation ids.
 type Corpus struct {
-	Vocab      *Vocab
-	Train, Val []int // ids of the training and held-out text
-	Files      int   // number of files read
-	Bytes      int   // length of the text
+	Vocab *Vocab
+	// Train and Val are the ids of the training and held-out text, two bytes a
+	// token (a vocabulary holds at most 256 symbols): a run keeps them beside its
+	// graphs, and as []int they took 8 bytes a token (32 MB for the default corpus).
+	Train, Val []uint16
+	Files      int // number of files read
+	Bytes      int // length of the text
 }
 
 // LoadCorpus reads the file at path, or every regular file under the folder
@@ -110,7 +113,7 @@ func LoadCorpus(path string, cfg CorpusConfig) (*Corpus, error) {
 	default:
 		vocab = VocabFromText(text)
 	}
-	ids, err := vocab.Encode(text)
+	ids, err := encode[uint16](vocab, text)
 	if err != nil {
 		return nil, fmt.Errorf("load corpus %q: %w", path, err)
 	}
@@ -124,7 +127,7 @@ const SplitBlock = 64 << 10
 
 // splitIDs holds out evenly spaced blocks of ids (the end of a short text), or with tail
 // the end of the text, as nanoGPT's prepare.py; each split keeps at least one id.
-func splitIDs(ids []int, valFrac float64, tail bool) (train, val []int) {
+func splitIDs[T int | uint16](ids []T, valFrac float64, tail bool) (train, val []T) {
 	if tail {
 		cut := min(max(1, int(float64(len(ids))*(1-valFrac))), len(ids)-1)
 		return ids[:cut:cut], ids[cut:]
@@ -145,7 +148,7 @@ func splitIDs(ids []int, valFrac float64, tail bool) (train, val []int) {
 			nVal += min((i+1)*SplitBlock, len(ids)) - i*SplitBlock
 		}
 	}
-	train, val = make([]int, 0, len(ids)-nVal), make([]int, 0, nVal)
+	train, val = make([]T, 0, len(ids)-nVal), make([]T, 0, nVal)
 	for i := range blocks {
 		block := ids[i*SplitBlock : min((i+1)*SplitBlock, len(ids))]
 		if held(i) {
@@ -281,7 +284,7 @@ func GoSourceCorpus(cfg CorpusConfig) (*Corpus, error) {
 }
 
 // ids returns the ids of split s.
-func (c *Corpus) ids(s Split) ([]int, error) {
+func (c *Corpus) ids(s Split) ([]uint16, error) {
 	switch s {
 	case Train:
 		return c.Train, nil
@@ -302,7 +305,7 @@ func (c *Corpus) SampleBatch(rng *rand.Rand, s Split, n, t int) (Batch, error) {
 	return sampleWindows(rng, ids, n, t), nil
 }
 
-func (c *Corpus) checkWindows(s Split, n, t int) ([]int, error) {
+func (c *Corpus) checkWindows(s Split, n, t int) ([]uint16, error) {
 	ids, err := c.ids(s)
 	if err != nil {
 		return nil, err
@@ -316,12 +319,17 @@ func (c *Corpus) checkWindows(s Split, n, t int) ([]int, error) {
 	return ids, nil
 }
 
-func sampleWindows(rng *rand.Rand, ids []int, n, t int) Batch {
-	b := Batch{Inputs: make([]int, 0, n*t), Targets: make([]int, 0, n*t), B: n, T: t}
-	for range n {
+func sampleWindows(rng *rand.Rand, ids []uint16, n, t int) Batch {
+	b := Batch{Inputs: make([]int, n*t), Targets: make([]int, n*t), B: n, T: t}
+	for i := range n {
 		o := rng.IntN(len(ids) - t)
-		b.Inputs = append(b.Inputs, ids[o:o+t]...)
-		b.Targets = append(b.Targets, ids[o+1:o+t+1]...)
+		in, tg := b.Inputs[i*t:(i+1)*t], b.Targets[i*t:(i+1)*t]
+		for j, id := range ids[o : o+t] {
+			in[j] = int(id)
+		}
+		for j, id := range ids[o+1 : o+t+1] {
+			tg[j] = int(id)
+		}
 	}
 	return b
 }

@@ -100,14 +100,18 @@ func (v *Vocab) Symbols() []byte { return v.symbols }
 
 // Encode returns the ids of the bytes of text; a byte outside the vocabulary
 // is an error.
-func (v *Vocab) Encode(text []byte) ([]int, error) {
-	ids := make([]int, len(text))
+func (v *Vocab) Encode(text []byte) ([]int, error) { return encode[int](v, text) }
+
+// encode is Encode into ids of type T (a corpus keeps uint16 ids: a vocabulary
+// holds at most 256 symbols).
+func encode[T int | uint16](v *Vocab, text []byte) ([]T, error) {
+	ids := make([]T, len(text))
 	for i, b := range text {
 		id := v.id[b]
 		if id < 0 || int(id) >= len(v.symbols) || v.symbols[id] != b { // also guards the zero Vocab
 			return nil, fmt.Errorf("encode: byte %q at offset %d is not in the vocabulary", b, i)
 		}
-		ids[i] = int(id)
+		ids[i] = T(id)
 	}
 	return ids, nil
 }

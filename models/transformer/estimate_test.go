@@ -29,8 +29,8 @@ func TestCorpusEstimate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := &datasets.Corpus{Vocab: datasets.VocabFromText([]byte("abcdef"))}
 	for range 200 {
-		c.Train = append(c.Train, rng.IntN(3))
-		c.Val = append(c.Val, 3+rng.IntN(3))
+		c.Train = append(c.Train, uint16(rng.IntN(3)))
+		c.Val = append(c.Val, uint16(3+rng.IntN(3)))
 	}
 	const iters, batch, seq, seed = 5, 3, 4, 17
 	mean := func(s datasets.Split, n int, seed uint64) float64 {
@@ -85,7 +85,11 @@ func TestDataConfigValFraction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := d.Corpus.Vocab.Decode(d.Corpus.Val); string(got) != tc.val {
+		val := make([]int, len(d.Corpus.Val))
+		for i, id := range d.Corpus.Val {
+			val[i] = int(id)
+		}
+		if got, _ := d.Corpus.Vocab.Decode(val); string(got) != tc.val {
 			t.Errorf("val_fraction %g: validation text %q, want %q", tc.frac, got, tc.val)
 		}
 	}

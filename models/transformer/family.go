@@ -135,7 +135,7 @@ func (d DataConfig) Open() (*Data, error) {
 func corpusDigest(c *datasets.Corpus) string {
 	h := sha256.New()
 	buf := make([]byte, 0, 4096)
-	for _, ids := range [][]int{c.Train, c.Val} {
+	for _, ids := range [][]uint16{c.Train, c.Val} {
 		for _, id := range ids {
 			buf = binary.LittleEndian.AppendUint32(buf, uint32(id))
 			if len(buf) == cap(buf) {
