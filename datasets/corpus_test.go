@@ -199,7 +199,6 @@ func TestCorpusSplitAndBatches(t *testing.T) {
 	}
 }
 
-// containsRun reports whether run occurs in s.
 // ints returns a corpus's ids as ints (Vocab.Decode's).
 func ints(ids []uint16) []int {
 	out := make([]int, len(ids))
@@ -209,6 +208,7 @@ func ints(ids []uint16) []int {
 	return out
 }
 
+// containsRun reports whether run occurs in s.
 func containsRun(s, run []int) bool {
 	for i := 0; i+len(run) <= len(s); i++ {
 		if slices.Equal(s[i:i+len(run)], run) {
