@@ -264,11 +264,7 @@ func (s *transformerSession) attentionIDs(input string, example int) ([]int, err
 			if n := len(c.Val) / t; example >= n {
 				return nil, usageErrorf("-example %d is out of range: the validation text has %d windows of %d characters (0..%d)", example, n, t, n-1)
 			}
-			ids := make([]int, t)
-			for i, id := range c.Val[example*t : (example+1)*t] {
-				ids[i] = int(id)
-			}
-			return ids, nil
+			return datasets.Ints(c.Val[example*t : (example+1)*t]), nil
 		}
 		ids, err := c.Vocab.Encode([]byte(input))
 		if err != nil {

@@ -291,10 +291,7 @@ func checkLengthIndependent(t *testing.T, run string, reach int) {
 		}
 		return out
 	}
-	var val []int
-	for _, id := range ld.sess.(*transformerSession).data.Corpus.Val {
-		val = append(val, int(id))
-	}
+	val := datasets.Ints(ld.sess.(*transformerSession).data.Corpus.Val)
 	long := losses(64, val[:65])
 	for _, part := range []struct {
 		start, from int // the row of 16 starting at start, compared from its position from on

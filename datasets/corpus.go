@@ -76,8 +76,8 @@ func (s Split) String() string {
 type Corpus struct {
 	Vocab *Vocab
 	// Train and Val are the ids of the training and held-out text, two bytes a
-	// token (a vocabulary holds at most 256 symbols): a run keeps them beside its
-	// graphs, and as []int they took 8 bytes a token (32 MB for the default corpus).
+	// token (a vocabulary holds at most 256 symbols; a run keeps them for its
+	// whole length). Ints converts them to the []int of batches and Vocab.Decode.
 	Train, Val []uint16
 	Files      int // number of files read
 	Bytes      int // length of the text
@@ -319,17 +319,26 @@ func (c *Corpus) checkWindows(s Split, n, t int) ([]uint16, error) {
 	return ids, nil
 }
 
+// Ints returns a corpus's ids as ints, the type of batches and Vocab.Decode.
+func Ints(ids []uint16) []int {
+	out := make([]int, len(ids))
+	copyInts(out, ids)
+	return out
+}
+
+// copyInts sets dst[i] = int(ids[i]).
+func copyInts(dst []int, ids []uint16) {
+	for i, id := range ids[:len(dst)] {
+		dst[i] = int(id)
+	}
+}
+
 func sampleWindows(rng *rand.Rand, ids []uint16, n, t int) Batch {
 	b := Batch{Inputs: make([]int, n*t), Targets: make([]int, n*t), B: n, T: t}
 	for i := range n {
 		o := rng.IntN(len(ids) - t)
-		in, tg := b.Inputs[i*t:(i+1)*t], b.Targets[i*t:(i+1)*t]
-		for j, id := range ids[o : o+t] {
-			in[j] = int(id)
-		}
-		for j, id := range ids[o+1 : o+t+1] {
-			tg[j] = int(id)
-		}
+		copyInts(b.Inputs[i*t:(i+1)*t], ids[o:o+t])
+		copyInts(b.Targets[i*t:(i+1)*t], ids[o+1:o+t+1])
 	}
 	return b
 }

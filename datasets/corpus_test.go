@@ -114,7 +114,7 @@ func TestLoadCorpusFolder(t *testing.T) {
 	if c.Files != 5 || c.Bytes != len(want) {
 		t.Errorf("read %d files, %d bytes; want 5, %d", c.Files, c.Bytes, len(want))
 	}
-	text, _ := c.Vocab.Decode(ints(append(slices.Clone(c.Train), c.Val...)))
+	text, _ := c.Vocab.Decode(Ints(append(slices.Clone(c.Train), c.Val...)))
 	if string(text) != want {
 		t.Errorf("text %q, want %q", text, want)
 	}
@@ -165,7 +165,7 @@ func TestCorpusSplitAndBatches(t *testing.T) {
 		for r := range b.B {
 			ex := b.Row(r)
 			window := append(slices.Clone(ex.Input), ex.Target[7])
-			if !slices.Equal(ex.Input[1:], ex.Target[:7]) || !containsRun(ints(ids), window) {
+			if !slices.Equal(ex.Input[1:], ex.Target[:7]) || !containsRun(Ints(ids), window) {
 				t.Fatalf("%v row %d: %v -> %v is not a window of the split", split, r, ex.Input, ex.Target)
 			}
 		}
@@ -197,15 +197,6 @@ func TestCorpusSplitAndBatches(t *testing.T) {
 	if v, _ := NewCorpusStream(c, Validation, 4, 8, 5); v.Restore(st) == nil {
 		t.Error("restoring a train stream state into a validation stream: no error")
 	}
-}
-
-// ints returns a corpus's ids as ints (Vocab.Decode's).
-func ints(ids []uint16) []int {
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
-	}
-	return out
 }
 
 // containsRun reports whether run occurs in s.
@@ -276,7 +267,7 @@ func TestCorpusSplitSpreadsValidation(t *testing.T) {
 	if frac := float64(len(c.Val)) / float64(len(text)); frac < 0.07 || frac > 0.13 {
 		t.Errorf("validation fraction %.3f, want about 0.1", frac)
 	}
-	val, _ := c.Vocab.Decode(ints(c.Val))
+	val, _ := c.Vocab.Decode(Ints(c.Val))
 	seen := map[byte]bool{}
 	for i := 0; i < len(val); i += SplitBlock {
 		seen[val[i]] = true

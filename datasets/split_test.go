@@ -29,8 +29,8 @@ func TestTailSplit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr, _ := c.Vocab.Decode(ints(c.Train))
-		va, _ := c.Vocab.Decode(ints(c.Val))
+		tr, _ := c.Vocab.Decode(Ints(c.Train))
+		va, _ := c.Vocab.Decode(Ints(c.Val))
 		if string(tr) != tc.trainText || string(va) != tc.valTxt {
 			t.Errorf("ValFraction %g: train %q, val %q; want %q, %q", tc.frac, tr, va, tc.trainText, tc.valTxt)
 		}

@@ -85,11 +85,7 @@ func TestDataConfigValFraction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		val := make([]int, len(d.Corpus.Val))
-		for i, id := range d.Corpus.Val {
-			val[i] = int(id)
-		}
-		if got, _ := d.Corpus.Vocab.Decode(val); string(got) != tc.val {
+		if got, _ := d.Corpus.Vocab.Decode(datasets.Ints(d.Corpus.Val)); string(got) != tc.val {
 			t.Errorf("val_fraction %g: validation text %q, want %q", tc.frac, got, tc.val)
 		}
 	}
