@@ -206,3 +206,8 @@ func spinUntil(cond func() bool) bool {
 		runtime.Gosched()
 	}
 }
+
+// Busy reports whether a section holds the pool, so that a For called now would run its
+// chunks one after the other on the calling goroutine (as every For inside a chunk of
+// another does). A caller can then skip splitting work that only pays in parallel.
+func Busy() bool { return pool.busy.Load() }

@@ -189,3 +189,26 @@ func goid() int {
 	id, _ := strconv.Atoi(string(b[:bytes.IndexByte(b, ' ')]))
 	return id
 }
+
+// TestBusy checks that Busy is false outside sections and true inside every chunk of one
+// that holds the pool, and false again after it.
+func TestBusy(t *testing.T) {
+	if Busy() {
+		t.Fatal("Busy outside any section")
+	}
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs GOMAXPROCS ≥ 2: with one, For holds no pool")
+	}
+	var inside atomic.Int32
+	For(4, 1, func(lo, hi int) {
+		if Busy() {
+			inside.Add(1)
+		}
+	})
+	if got := inside.Load(); got != 4 {
+		t.Fatalf("Busy in %d of 4 chunks, want all", got)
+	}
+	if Busy() {
+		t.Fatal("Busy after the section")
+	}
+}

@@ -51,16 +51,24 @@ type microKernel struct {
 	// directT is direct for a transposed A: the mr values of step p are a[p·lda+i];
 	// nil where the kernel needs Aᵀ packed.
 	directT func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32)
-	// packATCols: sgemm packs a transposed A (the weight gradient Gᵀ·X of a Linear layer)
-	// rather than read it in place where the product has at least packATCols columns, at
-	// least a packed block's rows (mc) and no more rows than columns (0: always in place).
-	// In place, every column panel reads each tile's mr values per step from a new line of
-	// A (stride lda); packed (packAT), A's lines are read once per block. Measured for the
-	// AVX2 kernel on Zen 3, one core, B in place (before packsBForT; bench/PROFILE.md round
-	// fourteen): packed 0.78 of the FMA peak
-	// against 0.67 in place at 384×384×2048, but 0.63 against 0.84 at 1152×128×2048 (8
-	// panels do not repay the packing) and 0.80 against 0.83 at 65×384×2048.
-	packATCols int
+	// packATCols and packATRows: sgemm packs a transposed A (the weight gradient Gᵀ·X of a
+	// Linear layer) rather than read it in place where the product has at least
+	// packATCols columns and packATRows rows (at least mc; packATCols 0: always in place).
+	// In place, every column panel reads each tile's mr values per step from a new line
+	// of A (stride lda); packed (packAT), A's lines are read once per block, and the
+	// packed kernel reads them from a contiguous panel. Packing pays where there are
+	// enough column panels to share it and where A's stride is long. Measured on an Intel
+	// Xeon (family 6 model 167), one core, fraction of the FMA peak, in place against
+	// packed by copyAT (bench/PROFILE.md round nineteen): AVX2 1024×256×1024 0.74 → 0.87,
+	// 384×384×2048 0.77 → 0.88, 1152×128×2048 0.71 → 0.85, 96×256×1024 0.82 → 0.86, but
+	// 256×64×1024 0.85 → 0.80 and 64×64×1024 0.86 → 0.74; AVX-512 1536×384×2048
+	// 0.59 → 0.73, 384×1536×2048 0.60 → 0.67, 384×256×1024 0.70 → 0.73, but 256×256×1024
+	// 0.74 → 0.70, 1024×128×1024 0.68 → 0.65 and 256×384×1024 0.72 → 0.70 (its kernel
+	// is twice as fast per FLOP, so the copy weighs twice as much).
+	packATCols, packATRows int
+	// copyAT, if not nil, is packAT's copy of whole panels (alpha 1): for p < kb and r <
+	// panels, dst[r·kb·mr + p·mr ...] = the mr values a[p·lda + r·mr ...].
+	copyAT func(kb int, a []float32, lda int, dst []float32, panels int)
 	// packsBForT: sgemm packs B's panels rather than read them in place (stridedB) in a
 	// product with a transposed A of at least mc rows (a Linear layer's weight gradient
 	// Gᵀ·X, whose B is X with a row stride of the layer's width). Measured for the AVX2
@@ -231,7 +239,7 @@ func sgemmBias(kr *microKernel, transA, transB bool, m, n, k int, alpha float32,
 			}
 			for ic := 0; ic < m; ic += mc {
 				mb := min(mc, m-ic)
-				packA(kr.mr, transA, a, lda, ic, pc, mb, kb, alphaA, ws.a)
+				packA(kr, transA, a, lda, ic, pc, mb, kb, alphaA, ws.a)
 				macro(kr, mb, nb, kb, ws, bp, c[ic*ldc+jc:], ldc, setC && pc == 0, bias0)
 			}
 		}
@@ -316,9 +324,9 @@ func readsAInPlace(kr *microKernel, transA bool, m, n int) bool {
 }
 
 // packsAT reports whether kr packs a transposed A of an m×n product rather than read it in
-// place (kr.packATCols).
+// place (kr.packATCols, kr.packATRows).
 func (kr *microKernel) packsAT(m, n int) bool {
-	return kr.packATCols > 0 && n >= kr.packATCols && m >= mc && m <= n
+	return kr.packATCols > 0 && n >= kr.packATCols && m >= max(mc, kr.packATRows)
 }
 
 // transAChoice overrides packsAT (tests and BenchmarkDirectBlocks compare the two ways).
@@ -365,11 +373,12 @@ func copyN(dst, src []float32) {
 // packA packs rows ic..ic+mb−1, columns pc..pc+kb−1 of op(A), times alpha, into panels
 // of mr rows: panel r holds, for each p, the mr values op(A)[ic+r·mr+i, pc+p]; missing
 // rows are zero.
-func packA(mr int, trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
+func packA(kr *microKernel, trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
 	if trans {
-		packAT(mr, a, lda, ic, pc, mb, kb, alpha, dst)
+		packAT(kr, a, lda, ic, pc, mb, kb, alpha, dst)
 		return
 	}
+	mr := kr.mr
 	for r := 0; r < mb; r += mr {
 		rows := min(mr, mb-r)
 		panel := dst[r*kb : r*kb+mr*kb]
@@ -409,12 +418,20 @@ func packA(mr int, trans bool, a []float32, lda, ic, pc, mb, kb int, alpha float
 // step p of every panel. It walks the stored rows once, each as one contiguous run of mb
 // values dealt out to the panels: a panel at a time would read every row mb/mr times at
 // stride lda, which on an 8-way L2 with a large power-of-two-ish stride (lda 1536 for the
-// baby GPT's d_ff) keeps evicting the lines it is about to reuse.
-func packAT(mr int, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
+// baby GPT's d_ff) keeps evicting the lines it is about to reuse. Where the kernel has
+// copyAT (alpha 1), that copies the whole panels and the loop here only the last partial
+// one.
+func packAT(kr *microKernel, a []float32, lda, ic, pc, mb, kb int, alpha float32, dst []float32) {
+	mr := kr.mr
 	full := mb / mr * mr
+	copied := 0 // the rows of A (panels' values) already copied by copyAT
+	if kr.copyAT != nil && alpha == 1 && full > 0 {
+		kr.copyAT(kb, a[pc*lda+ic:], lda, dst, full/mr)
+		copied = full
+	}
 	for p := range kb {
 		src := a[(pc+p)*lda+ic : (pc+p)*lda+ic+mb]
-		for r := 0; r < full; r += mr {
+		for r := copied; r < full; r += mr {
 			q := dst[r*kb+p*mr : r*kb+p*mr+mr]
 			if mr == 6 && alpha == 1 {
 				// Element by element: copyN's six-value array copy is a call to memmove,
@@ -637,7 +654,7 @@ func macro(kr *microKernel, mb, nb, kb int, ws *workspace, bp bPanels, c []float
 func macroDirect(kr *microKernel, trans bool, m, nb, kb int, ws *workspace, a []float32, lda, pc int, bp bPanels, c []float32, ldc int, set bool, bias []float32) {
 	nr := kr.nr
 	if tk, _ := kr.tail(m, m%kr.mr); tk == nil {
-		packA(kr.mr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
+		packA(kr, trans, a, lda, 0, pc, m, kb, 1, ws.a)
 	}
 	edge := kr.narrow
 	if edge != nil && (m < edge.mr || m < kr.mr) {
@@ -805,7 +822,11 @@ func parallel(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, 
 
 func parallelBias(kr *microKernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int, bias []float32) {
 	workers := runtime.GOMAXPROCS(0)
-	if workers <= 1 || m*n*k < 1<<18 {
+	// Where the pool is busy (inside a batch part of autodiff.Model's step, every part a
+	// chunk of one section), the parts would run one after the other here, and a split
+	// would only repeat packing: all of op(B) per row part, all of op(A) per column part
+	// (a weight gradient's packed Aᵀ, twice). Each element's sum is the same either way.
+	if workers <= 1 || m*n*k < 1<<18 || par.Busy() {
 		sgemmBias(kr, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias)
 		return
 	}

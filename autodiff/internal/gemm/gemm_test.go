@@ -5,8 +5,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"testing"
 
+	"github.com/locusml/locus/internal/par"
 	"github.com/locusml/locus/internal/simd"
 )
 
@@ -597,6 +599,51 @@ func TestSgemmBias(t *testing.T) {
 									kr.name, m, n, k, ta, tb, par, i, i/ldc, i%ldc, got[i], want[i])
 							}
 						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestParallelInSectionSameBits: Parallel called inside a section of internal/par (as in
+// a batch part of autodiff.Model's step) runs the product whole instead of split in
+// parts; the bits are the same as split, for products that split by rows and by columns,
+// with A plain and transposed (packed or in place by packsAT), with and without a bias.
+func TestParallelInSectionSameBits(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		t.Skip("needs GOMAXPROCS ≥ 2 for Parallel to split")
+	}
+	rng := rand.New(rand.NewPCG(23, 24))
+	sizes := [][3]int{{1024, 256, 300}, {400, 1536, 70}, {384, 384, 600}, {2048, 40, 64}, {96, 800, 257}}
+	for _, kr := range kernels() {
+		for _, sz := range sizes {
+			m, n, k := sz[0], sz[1], sz[2]
+			for _, ta := range []bool{false, true} {
+				for _, withBias := range []bool{false, true} {
+					a, lda, b, ldb, ldc := operands(rng, m, n, k, ta, false)
+					var bias []float32
+					if withBias {
+						bias = randSlice(rng, n)
+					}
+					split, whole := make([]float32, m*ldc), make([]float32, m*ldc)
+					run := func(c []float32) {
+						if bias != nil {
+							ParallelBias(ta, false, m, n, k, a, lda, b, ldb, bias, c, ldc)
+							return
+						}
+						Parallel(ta, false, m, n, k, 1, a, lda, b, ldb, 0, c, ldc)
+					}
+					withKernel(kr, func() {
+						run(split)
+						par.For(2, 1, func(lo, _ int) {
+							if lo == 0 {
+								run(whole)
+							}
+						})
+					})
+					if i := firstDiff(whole, split); i >= 0 {
+						t.Fatalf("kernel %s m=%d n=%d k=%d ta=%v bias=%v: c[%d] = %v in a section, %v split", kr.name, m, n, k, ta, withBias, i, whole[i], split[i])
 					}
 				}
 			}

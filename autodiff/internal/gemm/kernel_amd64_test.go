@@ -59,3 +59,45 @@ func TestCopyRowsAVX(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyATAVX checks the assembly copy of a transposed A's whole panels (packAT) for
+// both panel heights (the AVX2 kernel's 6 rows, the AVX-512 kernel's 12: it needs only
+// AVX, so both run on any AVX2 machine) against the panels' definition, at strides that
+// are not multiples of a vector and at depths of one row to past a panel, without writing
+// past the panels.
+func TestCopyATAVX(t *testing.T) {
+	if !cpu.X86.HasAVX2 {
+		t.Skip("no AVX2")
+	}
+	for _, mr := range []int{6, 12} {
+		copyAT := copyATAVX(mr)
+		for _, panels := range []int{1, 2, 3, 8} {
+			for _, kb := range []int{1, 2, 17, 256} {
+				lda := panels*mr + 5
+				a := make([]float32, (kb-1)*lda+panels*mr)
+				for i := range a {
+					a[i] = float32(i) + 0.25
+				}
+				dst := make([]float32, panels*kb*mr+7)
+				for i := range dst {
+					dst[i] = -1
+				}
+				copyAT(kb, a, lda, dst[:panels*kb*mr], panels)
+				for r := range panels {
+					for p := range kb {
+						for i := range mr {
+							if got, want := dst[r*kb*mr+p*mr+i], a[p*lda+r*mr+i]; got != want {
+								t.Fatalf("mr=%d panels=%d kb=%d: panel %d step %d value %d = %v, want %v", mr, panels, kb, r, p, i, got, want)
+							}
+						}
+					}
+				}
+				for i := panels * kb * mr; i < len(dst); i++ {
+					if dst[i] != -1 {
+						t.Fatalf("mr=%d panels=%d kb=%d: wrote dst[%d] past the panels", mr, panels, kb, i)
+					}
+				}
+			}
+		}
+	}
+}

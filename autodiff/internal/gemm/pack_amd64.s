@@ -132,3 +132,86 @@ copy32:
 copydone:
 	VZEROUPPER
 	RET
+
+// func packATRows(kb int, a *float32, lda int, dst *float32, panels, mr, ahead int)
+// For p < kb and r < panels, copies the mr (12 or 6) values a[p·lda + r·mr ...] to
+// dst[r·kb·mr + p·mr ...]: kb rows of a stored A into the panels of a packed Aᵀ
+// (packAT). Before copying row p it prefetches row p+ahead, whose lines lie a page or
+// more apart (lda ≥ 1024 floats): the hardware prefetchers stop at page boundaries, and
+// without it every row is a wait on L3.
+TEXT ·packATRows(SB), NOSPLIT, $0-56
+	MOVQ kb+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R8
+	SHLQ $2, R8                // lda in bytes
+	MOVQ dst+24(FP), DI
+	MOVQ panels+32(FP), R9
+	MOVQ mr+40(FP), R12
+	MOVQ ahead+48(FP), R10
+	IMULQ R8, R10              // bytes to the prefetched row
+	MOVQ CX, R11
+	IMULQ R12, R11
+	SHLQ $2, R11               // a panel in bytes: kb·mr·4
+	TESTQ CX, CX
+	JZ   patdone
+	TESTQ R9, R9
+	JZ   patdone
+	CMPQ R12, $6
+	JEQ  pat6row
+
+pat12row:
+	LEAQ (SI)(R10*1), AX
+	MOVQ R9, DX
+pat12pf:
+	PREFETCHT0 (AX)
+	ADDQ $48, AX
+	DECQ DX
+	JNZ  pat12pf
+	PREFETCHT0 -1(AX)
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R9, DX
+pat12copy:
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), X1
+	VMOVUPS Y0, (BX)
+	VMOVUPS X1, 32(BX)
+	ADDQ $48, AX
+	ADDQ R11, BX
+	DECQ DX
+	JNZ  pat12copy
+	ADDQ R8, SI
+	ADDQ $48, DI
+	DECQ CX
+	JNZ  pat12row
+	JMP  patdone
+
+pat6row:
+	LEAQ (SI)(R10*1), AX
+	MOVQ R9, DX
+pat6pf:
+	PREFETCHT0 (AX)
+	ADDQ $48, AX
+	SUBQ $2, DX
+	JG   pat6pf
+	PREFETCHT0 -1(AX)
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R9, DX
+pat6copy:
+	VMOVUPS (AX), X0
+	MOVQ 16(AX), R13
+	VMOVUPS X0, (BX)
+	MOVQ R13, 16(BX)
+	ADDQ $24, AX
+	ADDQ R11, BX
+	DECQ DX
+	JNZ  pat6copy
+	ADDQ R8, SI
+	ADDQ $24, DI
+	DECQ CX
+	JNZ  pat6row
+
+patdone:
+	VZEROUPPER
+	RET
