@@ -136,9 +136,10 @@ copydone:
 // func packATRows(kb int, a *float32, lda int, dst *float32, panels, mr, ahead int)
 // For p < kb and r < panels, copies the mr (12 or 6) values a[p·lda + r·mr ...] to
 // dst[r·kb·mr + p·mr ...]: kb rows of a stored A into the panels of a packed Aᵀ
-// (packAT). Before copying row p it prefetches row p+ahead, whose lines lie a page or
-// more apart (lda ≥ 1024 floats): the hardware prefetchers stop at page boundaries, and
-// without it every row is a wait on L3.
+// (packAT). Before copying row p it prefetches row p+ahead: with lda of 1024 floats or
+// more each row's lines lie on a page of their own, where the hardware prefetchers stop
+// (the Go loop this replaced, which prefetched nothing, ran at about a third of its speed
+// on a weight gradient's dY).
 TEXT ·packATRows(SB), NOSPLIT, $0-56
 	MOVQ kb+0(FP), CX
 	MOVQ a+8(FP), SI
