@@ -53,7 +53,8 @@ type microKernel struct {
 	directT func(k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, set bool, bias []float32)
 	// packATCols and packATRows: sgemm packs a transposed A (the weight gradient Gᵀ·X of a
 	// Linear layer) rather than read it in place where the product has at least
-	// packATCols columns and packATRows rows (at least mc; packATCols 0: always in place).
+	// packATCols columns and packATRows rows (at least mc; packATCols 0: always in place),
+	// and, unless packATTall, no more rows than columns.
 	// In place, every column panel reads each tile's mr values per step from a new line
 	// of A (stride lda); packed (packAT), A's lines are read once per block, and the
 	// packed kernel reads them from a contiguous panel. Packing pays where there are
@@ -66,6 +67,9 @@ type microKernel struct {
 	// 0.74 → 0.70, 1024×128×1024 0.68 → 0.65 and 256×384×1024 0.72 → 0.70 (its kernel
 	// is twice as fast per FLOP, so the copy weighs twice as much).
 	packATCols, packATRows int
+	// packATTall: packsAT also packs products of more rows than columns (m > n); where
+	// false, only m ≤ n.
+	packATTall bool
 	// copyAT, if not nil, is packAT's copy of whole panels (alpha 1): for p < kb and r <
 	// panels, dst[r·kb·mr + p·mr ...] = the mr values a[p·lda + r·mr ...].
 	copyAT func(kb int, a []float32, lda int, dst []float32, panels int)
@@ -326,7 +330,7 @@ func readsAInPlace(kr *microKernel, transA bool, m, n int) bool {
 // packsAT reports whether kr packs a transposed A of an m×n product rather than read it in
 // place (kr.packATCols, kr.packATRows).
 func (kr *microKernel) packsAT(m, n int) bool {
-	return kr.packATCols > 0 && n >= kr.packATCols && m >= max(mc, kr.packATRows)
+	return kr.packATCols > 0 && n >= kr.packATCols && m >= max(mc, kr.packATRows) && (kr.packATTall || m <= n)
 }
 
 // transAChoice overrides packsAT (tests and BenchmarkDirectBlocks compare the two ways).

@@ -24,14 +24,26 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, packATCols: 128, packsBForT: true, stridedB: true, transposeB8: transposeB8AVX, copyRows: copyRowsAVX, copyAT: copyATAVX(6),
+// avx2PackATCols is the AVX2 kernel's packATCols: 128 columns, measured on an Intel Xeon
+// (family 6 model 167); on an AMD family 19h core the 256 of the rule measured on Zen 3
+// (bench/PROFILE.md round fourteen), which also keeps the products of more rows than
+// columns in place (packATTall false): there 1152×128×2048 ran at 0.84 of the peak in
+// place against 0.63 packed, with the Go copy that copyAT has since replaced.
+func avx2PackATCols() int {
+	if amdFamily19h() {
+		return 256
+	}
+	return 128
+}
+
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, packATCols: avx2PackATCols(), packATTall: !amdFamily19h(), packsBForT: true, stridedB: true, transposeB8: transposeB8AVX, copyRows: copyRowsAVX, copyAT: copyATAVX(6),
 	gemvN: gemvNVec(gemvN8, 8), gemvT: gemvTVec,
 	tails: []*microKernel{
 		tailKernel("avx2", simd.AVX2, 2, 16, kernel2x16yu, kernel2x16yt),
 		tailKernel("avx2", simd.AVX2, 4, 16, kernel4x16yu, kernel4x16yt),
 	}}
 
-var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, packATCols: 256, packATRows: 384, copyAT: copyATAVX(12), packsBForT: true, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX, copyRows: copyRowsAVX,
+var avx512Kernel = &microKernel{name: "avx512", level: simd.AVX512, mr: 12, nr: 32, packed: kernelAVX512, direct: kernelAVX512Direct, directT: kernelAVX512DirectT, packATCols: 256, packATRows: 384, packATTall: true, copyAT: copyATAVX(12), packsBForT: true, stridedB: true, narrow: narrowAVX512(), transposeB8: transposeB8AVX, copyRows: copyRowsAVX,
 	gemvN: gemvNVec(gemvN16z, 16), gemvT: gemvTVec,
 	tails: []*microKernel{
 		tailKernel("avx512", simd.AVX512, 4, 32, kernel4x32zu, kernel4x32zt),
@@ -59,7 +71,10 @@ func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 // zmmHalfRate reports an AMD family 19h core (Zen 3, Zen 4; of them only Zen 4 has
 // AVX-512), whose 512-bit FMAs issue as two 256-bit halves: the same FLOPs per cycle as
 // ymm FMAs (BenchmarkPeakFMA: 110 and 108 GFLOP/s on one core).
-func zmmHalfRate() bool {
+func zmmHalfRate() bool { return amdFamily19h() }
+
+// amdFamily19h reports an AMD family 19h core (Zen 3, Zen 4).
+func amdFamily19h() bool {
 	_, b, c, d := cpuid(0, 0)
 	if b != 0x68747541 || d != 0x69746e65 || c != 0x444d4163 { // "AuthenticAMD"
 		return false
