@@ -24,19 +24,22 @@ func kernels() []*microKernel {
 	return append(ks, goKernel)
 }
 
-// avx2PackATCols is the AVX2 kernel's packATCols: 128 columns, measured on an Intel Xeon
-// (family 6 model 167); on an AMD family 19h core the 256 of the rule measured on Zen 3
-// (bench/PROFILE.md round fourteen), which also keeps the products of more rows than
-// columns in place (packATTall false): there 1152×128×2048 ran at 0.84 of the peak in
-// place against 0.63 packed, with the Go copy that copyAT has since replaced.
-func avx2PackATCols() int {
+// avx2PackATCols and avx2PackATTall are the AVX2 kernel's rule for packing a transposed
+// A (packATCols, packATTall): at least 128 columns, any shape, as measured on an Intel
+// Xeon (family 6 model 167); on an AMD family 19h core the rule measured on Zen 3
+// (bench/PROFILE.md round fourteen), at least 256 columns and no more rows than columns:
+// there 1152×128×2048 ran at 0.84 of the peak in place against 0.63 packed, with the Go
+// copy that copyAT has since replaced.
+var avx2PackATCols, avx2PackATTall = avx2PackAT()
+
+func avx2PackAT() (cols int, tall bool) {
 	if amdFamily19h() {
-		return 256
+		return 256, false
 	}
-	return 128
+	return 128, true
 }
 
-var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, packATCols: avx2PackATCols(), packATTall: !amdFamily19h(), packsBForT: true, stridedB: true, transposeB8: transposeB8AVX, copyRows: copyRowsAVX, copyAT: copyATAVX(6),
+var avx2Kernel = &microKernel{name: "avx2", level: simd.AVX2, mr: 6, nr: 16, packed: kernelAVX2, direct: kernelAVX2Direct, directT: kernelAVX2DirectT, packATCols: avx2PackATCols, packATTall: avx2PackATTall, packsBForT: true, stridedB: true, transposeB8: transposeB8AVX, copyRows: copyRowsAVX, copyAT: copyATAVX(6),
 	gemvN: gemvNVec(gemvN8, 8), gemvT: gemvTVec,
 	tails: []*microKernel{
 		tailKernel("avx2", simd.AVX2, 2, 16, kernel2x16yu, kernel2x16yt),
